@@ -1,0 +1,5 @@
+#include "common/gguf.h"
+
+#include <gtest/gtest.h>
+
+TEST(Gguf, Placeholder) {}

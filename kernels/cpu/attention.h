@@ -1,0 +1,49 @@
+// Causal attention over the paged KV cache, for a batch that mixes prefill chunks and
+// decode steps of several sequences.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/paged_kv.h"
+
+namespace sy::cpu {
+
+class ThreadPool;
+
+// KV cache of one layer: [num_blocks, block_size, n_kv_heads, head_dim] float32.
+struct KvLayer {
+  float* k = nullptr;
+  float* v = nullptr;
+};
+
+struct AttentionParams {
+  int n_heads = 0;
+  int n_kv_heads = 0;  // divides n_heads (GQA; 1 = MQA)
+  int head_dim = 0;
+  float scale = 1.0f;  // usually 1/sqrt(head_dim)
+
+  // Query rows: token t's heads start at q + t * q_stride, head h at + h * head_dim.
+  const float* q = nullptr;
+  int64_t q_stride = 0;
+  // New keys and values of each token, laid out like q (n_kv_heads heads).
+  const float* k_new = nullptr;
+  const float* v_new = nullptr;
+  int64_t kv_stride = 0;
+  // Output rows [tokens, n_heads * head_dim].
+  float* out = nullptr;
+
+  KvLayer cache;
+  PagedKvTable table;          // blocks of each sequence, including this step's tokens
+  const int32_t* cu_seqlens = nullptr;  // [num_seqs + 1]: sequence s owns query rows [cu[s], cu[s+1])
+  const int32_t* positions = nullptr;   // [tokens]: absolute position of each query row
+};
+
+// Stores this step's keys and values at their positions in the cache.
+void write_kv(const AttentionParams& p);
+
+// out = softmax(q·kᵀ · scale, causal) · v for every query row, reading all keys of the
+// sequence up to and including the row's own position from the cache. Call write_kv
+// first.
+void paged_attention(const AttentionParams& p, ThreadPool& pool);
+
+}  // namespace sy::cpu

@@ -1,0 +1,28 @@
+// The paged KV cache's block table, a plain CSR struct shared by the scheduler (which
+// fills it) and every backend's attention kernels (which read it). Sequence s owns the
+// blocks indices[indptr[s] .. indptr[s+1]); its last block holds last_block_len[s]
+// tokens, every other block block_size tokens.
+#pragma once
+
+#include <cstdint>
+
+namespace sy {
+
+struct PagedKvTable {
+  const int32_t* indptr = nullptr;          // [num_seqs + 1]
+  const int32_t* indices = nullptr;         // [indptr[num_seqs]] block ids
+  const int32_t* last_block_len = nullptr;  // [num_seqs], 1..block_size
+  int32_t num_seqs = 0;
+  int32_t block_size = 16;
+
+  // Tokens held for sequence s (its context length).
+  int64_t context_len(int32_t s) const {
+    const int32_t nblocks = indptr[s + 1] - indptr[s];
+    return nblocks == 0 ? 0 : static_cast<int64_t>(nblocks - 1) * block_size + last_block_len[s];
+  }
+  // Block id and slot of token `pos` of sequence s.
+  int32_t block_of(int32_t s, int64_t pos) const { return indices[indptr[s] + pos / block_size]; }
+  int32_t slot_of(int64_t pos) const { return static_cast<int32_t>(pos % block_size); }
+};
+
+}  // namespace sy

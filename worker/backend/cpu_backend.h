@@ -1,0 +1,35 @@
+// The CPU backend: float32 compute, GEMMs through OpenBLAS, attention over the paged KV
+// cache on the process thread pool. It is the reference every other backend is
+// compared with.
+#pragma once
+
+#include <memory>
+
+#include "worker/backend/backend.h"
+#include "worker/model/weights.h"
+
+namespace sy {
+
+class CpuBackend : public Backend {
+ public:
+  CpuBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options);
+
+  std::string name() const override { return "cpu"; }
+  const ModelConfig& config() const override { return weights_.config; }
+  int32_t block_size() const override { return block_size_; }
+  int32_t num_kv_blocks() const override { return num_blocks_; }
+  void forward(const BatchPlan& plan, std::vector<float>& logits) override;
+
+ private:
+  ModelWeights weights_;
+  cpu::RopeParams rope_;
+  int32_t block_size_;
+  int32_t num_blocks_;
+  // Per layer: [num_blocks, block_size, n_kv_heads, head_dim] keys, then values.
+  std::unique_ptr<float[]> kv_;
+  size_t layer_kv_floats_ = 0;
+  // Activations, grown to the largest step seen.
+  std::vector<float> x_, h_, qkv_, attn_, proj_, gate_up_, act_;
+};
+
+}  // namespace sy

@@ -1,0 +1,129 @@
+#include "worker/cli/commands.h"
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "common/chat_template.h"
+#include "common/model_source.h"
+#include "common/tokenizer/tokenizer.h"
+#include "worker/backend/backend.h"
+#include "worker/cli/args.h"
+#include "worker/engine/generator.h"
+#include "worker/model/make_model.h"
+
+namespace sy::cli {
+namespace {
+
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+// A backend with just enough KV blocks for `tokens` tokens (or --kv-blocks).
+std::unique_ptr<Backend> open_backend(const ModelSource& src, const Args& a, int64_t tokens) {
+  const ModelConfig config = ModelConfig::from_source(src);
+  BackendOptions opt;
+  opt.block_size = static_cast<int32_t>(a.get_int("block-size", 16));
+  if (opt.block_size <= 0 || opt.block_size > 1024) throw UsageError("--block-size must be in 1..1024");
+  opt.num_kv_blocks = static_cast<int32_t>(a.get_int("kv-blocks", blocks_for(std::max<int64_t>(tokens, 1), opt.block_size)));
+  if (opt.num_kv_blocks <= 0) throw UsageError("--kv-blocks must be positive");
+  return create_backend(a.get_or("device", "cpu"), src, config, opt);
+}
+
+}  // namespace
+
+int run_tokenize(const std::vector<std::string>& argv) {
+  Args a(argv, {"model", "text"}, {"add-special"});
+  auto src = ModelSource::open(a.get("model"));
+  auto tok = Tokenizer::from_model(*src);
+  nlohmann::json out;
+  out["ids"] = tok->encode(a.get("text"), a.has("add-special"));
+  std::puts(dump(out).c_str());
+  return 0;
+}
+
+int run_chat(const std::vector<std::string>& argv) {
+  Args a(argv, {"model", "messages"}, {"no-thinking"});
+  std::ifstream in(a.get("messages"), std::ios::binary);
+  if (!in) throw std::runtime_error(a.get("messages") + ": cannot open");
+  nlohmann::json messages = nlohmann::json::parse(in, nullptr, false);
+  if (messages.is_discarded()) throw std::runtime_error(a.get("messages") + ": invalid JSON");
+  if (messages.is_object() && messages.contains("messages")) messages = messages["messages"];
+  auto src = ModelSource::open(a.get("model"));
+  auto tok = Tokenizer::from_model(*src);
+  const ChatTemplate tmpl = ChatTemplate::from_model(*src, tok->bos_token(), tok->eos_token());
+  nlohmann::json kwargs = nlohmann::json::object();
+  if (a.has("no-thinking")) kwargs["enable_thinking"] = false;
+  const std::string text = tmpl.render(messages, true, kwargs);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+int run_eval(const std::vector<std::string>& argv) {
+  Args a(argv, {"model", "prompt-ids", "logits-out", "device", "block-size", "kv-blocks"}, {"last-only"});
+  const std::vector<int32_t> ids = parse_id_list(a.get("prompt-ids"));
+  const std::string out_path = a.get("logits-out");
+  auto src = ModelSource::open(a.get("model"));
+  auto backend = open_backend(*src, a, static_cast<int64_t>(ids.size()));
+  Generator gen(*backend);
+  const std::vector<float> logits = gen.prompt_logits(ids, !a.has("last-only"));
+  std::ofstream out(out_path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(float)));
+  if (!out) throw std::runtime_error(out_path + ": write failed");
+  std::fprintf(stderr, "wrote %zu x %d float32 logits to %s\n", logits.size() / backend->config().vocab, backend->config().vocab, out_path.c_str());
+  return 0;
+}
+
+int run_generate(const std::vector<std::string>& argv) {
+  Args a(argv, {"model", "prompt", "prompt-ids", "max-tokens", "temperature", "device", "block-size", "kv-blocks", "prefill-chunk"},
+         {"json", "ignore-eos"});
+  if (a.has("prompt") == a.has("prompt-ids")) throw UsageError("give exactly one of --prompt and --prompt-ids");
+  const double temperature = a.get_double("temperature", 0.0);
+  if (temperature != 0.0)
+    throw UsageError("only --temperature 0 (greedy) is implemented by this command; sampling arrives with the serving engine");
+  const int64_t max_tokens = a.get_int("max-tokens", 16);
+  if (max_tokens < 0 || max_tokens > 1'000'000) throw UsageError("--max-tokens must be in 0..1000000");
+  auto src = ModelSource::open(a.get("model"));
+  auto tok = Tokenizer::from_model(*src);
+  GenerateRequest req;
+  req.prompt = a.has("prompt") ? tok->encode(a.get("prompt"), true) : parse_id_list(a.get("prompt-ids"));
+  req.max_tokens = static_cast<int32_t>(max_tokens);
+  if (!a.has("ignore-eos")) req.stop_ids = tok->stop_ids();
+  auto backend = open_backend(*src, a, static_cast<int64_t>(req.prompt.size()) + max_tokens);
+  Generator gen(*backend, static_cast<int32_t>(a.get_int("prefill-chunk", 0)));
+  const GenerateResult r = gen.generate({req})[0];
+  const std::string text = tok->decode(r.tokens);
+  if (a.has("json")) {
+    nlohmann::json out;
+    out["prompt_ids"] = req.prompt;
+    out["token_ids"] = r.tokens;
+    out["text"] = text;
+    out["finish_reason"] = r.finish == GenerateResult::Finish::kStop ? "stop" : "length";
+    std::puts(dump(out).c_str());
+  } else {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fputc('\n', stdout);
+  }
+  return 0;
+}
+
+int run_make_model(const std::vector<std::string>& argv) {
+  Args a(argv, {"arch", "preset", "tokenizer-from", "out", "dtype", "seed"}, {});
+  MakeModelOptions o;
+  o.arch = a.get("arch");
+  o.preset = a.get("preset");
+  o.tokenizer_from = a.get("tokenizer-from");
+  o.out = a.get("out");
+  o.seed = static_cast<uint64_t>(a.get_int("seed", 1));
+  const std::string dt = a.get_or("dtype", "bf16");
+  if (dt == "bf16") o.dtype = DType::kBF16;
+  else if (dt == "f16") o.dtype = DType::kF16;
+  else if (dt == "f32") o.dtype = DType::kF32;
+  else if (dt == "q8_0") o.dtype = DType::kQ8_0;
+  else throw UsageError("--dtype must be bf16, f16, f32 or q8_0");
+  const int64_t params = make_model(o);
+  std::fprintf(stderr, "wrote %s: %s preset %s, %.3f B parameters, %s\n", o.out.c_str(), o.arch.c_str(), o.preset.c_str(),
+               static_cast<double>(params) / 1e9, dt.c_str());
+  return 0;
+}
+
+}  // namespace sy::cli

@@ -1,0 +1,51 @@
+// switchyard-worker: the engine's command line. Subcommands tokenize, chat, eval,
+// generate and make-model; `serve` comes with the HTTP server.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "worker/cli/args.h"
+#include "worker/cli/commands.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: switchyard-worker COMMAND [options]\n"
+    "\n"
+    "commands (M is a GGUF file or a Hugging Face model directory):\n"
+    "  tokenize   --model M --text T [--add-special]\n"
+    "  chat       --model M --messages FILE.json [--no-thinking]\n"
+    "  eval       --model M --prompt-ids 1,2,3 --logits-out F [--last-only]\n"
+    "  generate   --model M (--prompt T | --prompt-ids 1,2,3) --max-tokens N [--temperature 0]\n"
+    "             [--json] [--ignore-eos] [--prefill-chunk N]\n"
+    "  make-model --arch qwen3|llama|qwen2 --preset NAME --tokenizer-from GGUF_OR_TOKENIZER_JSON\n"
+    "             --out F.gguf [--dtype bf16|f16|f32|q8_0] [--seed N]\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  try {
+    if (command == "tokenize") return sy::cli::run_tokenize(rest);
+    if (command == "chat") return sy::cli::run_chat(rest);
+    if (command == "eval") return sy::cli::run_eval(rest);
+    if (command == "generate") return sy::cli::run_generate(rest);
+    if (command == "make-model") return sy::cli::run_make_model(rest);
+    std::fprintf(stderr, "error: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+    return 2;
+  } catch (const sy::cli::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n\n%s", e.what(), kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

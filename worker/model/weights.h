@@ -1,0 +1,38 @@
+// Model weights in float32 host memory, loaded from a GGUF file or a Hugging Face
+// directory and checked against the configuration. Q/K/V and gate/up projections are
+// concatenated so that each is one GEMM.
+#pragma once
+
+#include <vector>
+
+#include "common/model_source.h"
+#include "worker/model/model_config.h"
+
+namespace sy {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [hidden]
+  std::vector<float> wqkv;       // [q_dim + 2 kv_dim, hidden]: q rows, then k, then v
+  std::vector<float> bqkv;       // [q_dim + 2 kv_dim], empty without QKV bias
+  std::vector<float> q_norm;     // [head_dim], empty without Q/K norm
+  std::vector<float> k_norm;     // [head_dim]
+  std::vector<float> wo;         // [hidden, q_dim]
+  std::vector<float> ffn_norm;   // [hidden]
+  std::vector<float> w_gate_up;  // [2 ffn, hidden]: gate rows, then up
+  std::vector<float> w_down;     // [hidden, ffn]
+};
+
+struct ModelWeights {
+  ModelConfig config;
+  std::vector<float> embedding;    // [vocab, hidden]
+  std::vector<float> output_norm;  // [hidden]
+  std::vector<float> lm_head;      // [vocab, hidden]; empty when tied to the embedding
+  std::vector<LayerWeights> layers;
+
+  const float* output_matrix() const { return lm_head.empty() ? embedding.data() : lm_head.data(); }
+
+  // Throws ModelFileError naming the tensor on a missing tensor or a shape mismatch.
+  static ModelWeights load(const ModelSource& src, const ModelConfig& config);
+};
+
+}  // namespace sy

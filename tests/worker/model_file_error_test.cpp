@@ -6,37 +6,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 
 #include "common/error.h"
-#include "common/gguf_writer.h"
-#include "fixture_util.h"
+#include "fixture_edit.h"
 #include "worker/backend/backend.h"
 
 namespace sy {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("sy_model_err_" + std::to_string(::getpid()) + "_" + name)).string();
-}
-
-// Copies the qwen3 fixture, letting `edit` drop or change tensors and metadata.
-std::string edited_fixture(const std::string& name, const std::function<bool(const gguf::KeyValue&, gguf::Writer&)>& edit_kv,
-                           const std::function<bool(const TensorInfo&, gguf::Writer&)>& edit_tensor) {
-  auto src = gguf::File::open(testing::fixture_path("qwen3-tiny-bf16.gguf"));
-  gguf::Writer w;
-  for (const auto& kv : src->metadata())
-    if (!edit_kv(kv, w)) w.set(kv.key, kv.value);
-  for (const auto& t : src->tensors()) {
-    if (edit_tensor(t, w)) continue;
-    w.add_tensor_bytes(t.name, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes));
-  }
-  const std::string path = temp_path(name);
-  w.write(path);
-  return path;
-}
 
 std::string load_error(const std::string& path) {
   try {
@@ -51,17 +29,19 @@ std::string load_error(const std::string& path) {
   return "";
 }
 
-auto keep_kv = [](const gguf::KeyValue&, gguf::Writer&) { return false; };
-auto keep_tensor = [](const TensorInfo&, gguf::Writer&) { return false; };
+using testing::edited_fixture;
+using testing::keep_kv;
+using testing::keep_tensor;
+using testing::temp_path;
 
 TEST(ModelFileErrors, MissingTensorIsNamed) {
-  const auto path = edited_fixture("missing.gguf", keep_kv, [](const TensorInfo& t, gguf::Writer&) { return t.name == "blk.1.ffn_up.weight"; });
+  const auto path = edited_fixture("qwen3-tiny-bf16.gguf", "missing.gguf", keep_kv, [](const TensorInfo& t, gguf::Writer&) { return t.name == "blk.1.ffn_up.weight"; });
   EXPECT_NE(load_error(path).find("missing tensor 'blk.1.ffn_up.weight'"), std::string::npos) << load_error(path);
   fs::remove(path);
 }
 
 TEST(ModelFileErrors, ShapeMismatchIsNamed) {
-  const auto path = edited_fixture("shape.gguf", keep_kv, [](const TensorInfo& t, gguf::Writer& w) {
+  const auto path = edited_fixture("qwen3-tiny-bf16.gguf", "shape.gguf", keep_kv, [](const TensorInfo& t, gguf::Writer& w) {
     if (t.name != "blk.0.attn_k.weight") return false;
     w.add_tensor_bytes(t.name, t.dtype, {t.shape[0] / 2, t.shape[1]}, std::vector<uint8_t>(t.data, t.data + t.nbytes / 2));
     return true;
@@ -72,17 +52,17 @@ TEST(ModelFileErrors, ShapeMismatchIsNamed) {
 }
 
 TEST(ModelFileErrors, UnsupportedArchitectureAndMissingMetadata) {
-  auto path = edited_fixture("arch.gguf", [](const gguf::KeyValue& kv, gguf::Writer& w) {
+  auto path = edited_fixture("qwen3-tiny-bf16.gguf", "arch.gguf", [](const gguf::KeyValue& kv, gguf::Writer& w) {
     if (kv.key != "general.architecture") return false;
     w.set_string(kv.key, "mamba");
     return true;
   }, keep_tensor);
   EXPECT_NE(load_error(path).find("architecture 'mamba' is not supported"), std::string::npos) << load_error(path);
   fs::remove(path);
-  path = edited_fixture("nometa.gguf", [](const gguf::KeyValue& kv, gguf::Writer&) { return kv.key == "qwen3.block_count"; }, keep_tensor);
+  path = edited_fixture("qwen3-tiny-bf16.gguf", "nometa.gguf", [](const gguf::KeyValue& kv, gguf::Writer&) { return kv.key == "qwen3.block_count"; }, keep_tensor);
   EXPECT_NE(load_error(path).find("missing metadata key 'qwen3.block_count'"), std::string::npos) << load_error(path);
   fs::remove(path);
-  path = edited_fixture("heads.gguf", [](const gguf::KeyValue& kv, gguf::Writer& w) {
+  path = edited_fixture("qwen3-tiny-bf16.gguf", "heads.gguf", [](const gguf::KeyValue& kv, gguf::Writer& w) {
     if (kv.key != "qwen3.attention.head_count_kv") return false;
     w.set_u32(kv.key, 3);
     return true;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -245,6 +246,24 @@ TEST(TokenizerIncremental, SkipSpecialAndBatches) {
   out += dec.finish();
   EXPECT_EQ(out, "assistant\n😀 ok");
   EXPECT_EQ(out, t.decode(ids, true));
+}
+
+TEST(TokenizerModel, EncodeIsThreadSafe) {
+  const Tokenizer& t = load("qwen3-tiny-bf16.gguf");
+  const json& cases = golden("qwen3-tiny")["tokenize"];
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&] {
+      for (int round = 0; round < 20; ++round) {
+        for (const json& c : cases) {
+          if (t.encode(c["text"].get<std::string>(), false) != c["ids"].get<Ids>()) ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(TokenizerInvalidUtf8, IsReplacedBeforeEncoding) {
@@ -490,6 +509,25 @@ TEST_F(TokenizerJsonFile, RefusesWhatItCannotTokenizeLikeHuggingFace) {
   EXPECT_THROW(load_json(tiny_tokenizer({}), json{{"bos_token", "<nope>"}}), ModelFileError);
   EXPECT_THROW(Tokenizer::from_tokenizer_json((dir_ / "missing.json").string(), json()),
                ModelFileError);
+}
+
+TEST_F(TokenizerJsonFile, HuggingFaceDirectoryWithGenerationConfig) {
+  json j = tiny_tokenizer({{"a", "b"}});
+  std::ofstream(dir_ / "tokenizer.json") << j.dump();
+  std::ofstream(dir_ / "tokenizer_config.json") << json{{"eos_token", "<|s|>"}}.dump();
+  std::ofstream(dir_ / "config.json") << "{}";
+  std::ofstream(dir_ / "generation_config.json") << json{{"eos_token_id", {257, 10}}}.dump();
+  auto t = Tokenizer::from_model(*ModelSource::open(dir_.string()));
+  EXPECT_EQ(t->eos_id(), 257);
+  EXPECT_EQ(t->eos_token(), "<|s|>");
+  EXPECT_EQ(t->stop_ids(), (Ids{257, 10}));
+  EXPECT_EQ(t->bos_id(), std::nullopt);
+  EXPECT_EQ(t->encode("ab", true), Ids{256});
+
+  std::ofstream(dir_ / "generation_config.json") << json{{"eos_token_id", 4096}}.dump();
+  EXPECT_THROW(Tokenizer::from_model(*ModelSource::open(dir_.string())), ModelFileError);
+  std::filesystem::remove(dir_ / "tokenizer.json");
+  EXPECT_THROW(Tokenizer::from_model(*ModelSource::open(dir_.string())), ModelFileError);
 }
 
 // GGUF metadata with a tiny byte-level vocabulary, for loader error tests.

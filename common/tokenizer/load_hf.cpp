@@ -222,7 +222,10 @@ class Reader {
       text[id] = t;
       spec_.flags[id] = kInModelVocab;
     }
-    for (const json& t : added_tokens.is_array() ? added_tokens : json::array()) {
+    // Both branches are lvalues: `text` keeps views into the contents, so the list must
+    // not be a temporary copy.
+    static const json kNoTokens = json::array();
+    for (const json& t : added_tokens.is_array() ? added_tokens : kNoTokens) {
       if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() ||
           !t.contains("content") || !t["content"].is_string()) {
         fail("added token " + t.dump() + " needs an integer id and a string content");

@@ -10,7 +10,8 @@ namespace sy::cpu {
 
 class ThreadPool;
 
-// KV cache of one layer: [num_blocks, block_size, n_kv_heads, head_dim] float32.
+// KV cache of one layer: [num_blocks, n_kv_heads, block_size, head_dim] float32, so
+// that one head's keys in a block are contiguous for the decode loop.
 struct KvLayer {
   float* k = nullptr;
   float* v = nullptr;

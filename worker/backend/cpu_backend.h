@@ -25,7 +25,7 @@ class CpuBackend : public Backend {
   cpu::RopeParams rope_;
   int32_t block_size_;
   int32_t num_blocks_;
-  // Per layer: [num_blocks, block_size, n_kv_heads, head_dim] keys, then values.
+  // Per layer: [num_blocks, n_kv_heads, block_size, head_dim] keys, then values.
   std::unique_ptr<float[]> kv_;
   size_t layer_kv_floats_ = 0;
   // Activations, grown to the largest step seen.

@@ -97,19 +97,23 @@ struct Call : Expr {
 };
 
 // `input | name(args)`. In a filter block or block set the input is null: the body's text.
+// `fn` is null for an unknown filter: an error when the template is parsed unless it sits
+// in an if-statement or conditional expression, where it only fails if run (as in Jinja).
 struct Filter : Expr {
-  Filter(int l, ExprPtr in, std::string n, FilterFn f)
-      : Expr(ExprKind::kFilter, l), input(std::move(in)), name(std::move(n)), fn(f) {}
+  Filter(int l, int c, ExprPtr in, std::string n, FilterFn f)
+      : Expr(ExprKind::kFilter, l), column(c), input(std::move(in)), name(std::move(n)), fn(f) {}
+  int column;
   ExprPtr input;
   std::string name;
   FilterFn fn;
   std::vector<Arg> args;
 };
 
-// `input is name(args)`; `is not` wraps it in a kNot unary.
+// `input is name(args)`; `is not` wraps it in a kNot unary. `fn` as for Filter.
 struct Test : Expr {
-  Test(int l, ExprPtr in, std::string n, TestFn f)
-      : Expr(ExprKind::kTest, l), input(std::move(in)), name(std::move(n)), fn(f) {}
+  Test(int l, int c, ExprPtr in, std::string n, TestFn f)
+      : Expr(ExprKind::kTest, l), column(c), input(std::move(in)), name(std::move(n)), fn(f) {}
+  int column;
   ExprPtr input;
   std::string name;
   TestFn fn;

@@ -185,6 +185,7 @@ Value Interpreter::eval(const ast::Expr& expr, const ScopePtr& scope) {
     }
     case ast::ExprKind::kTest: {
       const auto& node = static_cast<const ast::Test&>(expr);
+      if (node.fn == nullptr) throw TemplateError("No test named '" + node.name + "' found.");
       Value input = eval(*node.input, scope);
       CallArgs args = eval_args(node.args, scope);
       return Value::boolean(node.fn(*this, input, args));
@@ -270,6 +271,7 @@ Value Interpreter::eval_call(const ast::Call& node, const ScopePtr& scope, const
 
 Value Interpreter::apply_filter(const ast::Filter& node, const Value& input,
                                 const ScopePtr& scope) {
+  if (node.fn == nullptr) throw TemplateError("No filter named '" + node.name + "' found.");
   CallArgs args = eval_args(node.args, scope);
   line_ = node.line;
   return node.fn(*this, input, args);

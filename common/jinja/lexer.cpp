@@ -173,13 +173,21 @@ class Lexer {
       finish_tag(end);
       return;
     }
-    fail(body, "Missing end of raw directive");
+    if (body < src_.size()) fail(body, "Missing end of raw directive");
+    pos_ = src_.size();
   }
 
   void lex_comment(size_t tag, char sign) {
     size_t content = tag + 2 + (sign ? 1 : 0);
     size_t close = src_.find("#}", content);
-    if (close == kNpos) fail(tag, "Missing end of comment tag");
+    if (close == kNpos) {
+      // As Jinja: an unclosed comment with nothing after it ends the template quietly.
+      if (content >= src_.size()) {
+        pos_ = src_.size();
+        return;
+      }
+      fail(tag, "Missing end of comment tag");
+    }
     char end_sign =
         close > content && (src_[close - 1] == '-' || src_[close - 1] == '+') ? src_[close - 1] : 0;
     size_t end = close + 2;

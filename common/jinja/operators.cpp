@@ -114,8 +114,9 @@ void raise_undefined(const Value& v) {
 
 Value binary_op(ast::BinaryOp op, const Value& a, const Value& b, size_t max_bytes) {
   if (a.is_undefined()) raise_undefined(a);
-  if (b.is_undefined()) raise_undefined(b);
+  // str % x formats x with str(), where an undefined prints as "".
   if (op == ast::BinaryOp::kMod && a.is_string()) return Value::string(percent_format(a.str(), b));
+  if (b.is_undefined()) raise_undefined(b);
   if (a.is_number() && b.is_number()) {
     bool as_float = a.is_float() || b.is_float();
     double x = a.as_double(), y = b.as_double();
@@ -261,7 +262,8 @@ bool contains(const Value& container, const Value& item) {
       }
       return false;
     case Value::Kind::kDict:
-      return container.as_dict().find(item) != nullptr;
+      // Jinja's Undefined is hashable and never a key.
+      return !item.is_undefined() && container.as_dict().find(item) != nullptr;
     default:
       throw TemplateError("argument of type '" + container.type_name() + "' is not iterable");
   }

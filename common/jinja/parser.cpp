@@ -290,10 +290,148 @@ class Parser : public ExpressionParser {
   int loop_depth_ = 0;
 };
 
+// Jinja compiles an unknown filter or test to a syntax error, except where it sits in an
+// if-statement (condition or branches) or a conditional expression: there it only fails if
+// it runs. Loop, macro, call, with and block-set bodies start afresh (Jinja's inner frames).
+class UnknownNameCheck {
+ public:
+  void body(const ast::Body& stmts, bool soft) {
+    for (const auto& s : stmts) stmt(*s, soft);
+  }
+
+ private:
+  void stmt(const ast::Stmt& s, bool soft) {
+    switch (s.kind) {
+      case ast::StmtKind::kText:
+      case ast::StmtKind::kBreak:
+      case ast::StmtKind::kContinue:
+        return;
+      case ast::StmtKind::kOutput:
+        return expr(static_cast<const ast::Output&>(s).expr.get(), soft);
+      case ast::StmtKind::kIf:
+        for (const auto& [cond, branch] : static_cast<const ast::If&>(s).branches) {
+          expr(cond.get(), true);
+          body(branch, true);
+        }
+        return body(static_cast<const ast::If&>(s).otherwise, true);
+      case ast::StmtKind::kFor: {
+        const auto& node = static_cast<const ast::For&>(s);
+        expr(node.iterable.get(), soft);
+        expr(node.filter.get(), false);
+        body(node.body, false);
+        return body(node.otherwise, false);
+      }
+      case ast::StmtKind::kSet:
+        return expr(static_cast<const ast::Set&>(s).value.get(), soft);
+      case ast::StmtKind::kSetBlock:
+        expr(static_cast<const ast::SetBlock&>(s).filter.get(), false);
+        return body(static_cast<const ast::SetBlock&>(s).body, false);
+      case ast::StmtKind::kMacro:
+        return macro(static_cast<const ast::Macro&>(s).def);
+      case ast::StmtKind::kCallBlock:
+        macro(static_cast<const ast::CallBlock&>(s).caller);
+        return expr(static_cast<const ast::CallBlock&>(s).call.get(), soft);
+      case ast::StmtKind::kFilterBlock:
+        expr(static_cast<const ast::FilterBlock&>(s).filter.get(), false);
+        return body(static_cast<const ast::FilterBlock&>(s).body, false);
+      case ast::StmtKind::kWith:
+        for (const auto& [target, value] : static_cast<const ast::With&>(s).assignments) {
+          expr(value.get(), soft);
+        }
+        return body(static_cast<const ast::With&>(s).body, false);
+      case ast::StmtKind::kScope:
+        return body(static_cast<const ast::Scope&>(s).body, false);
+    }
+  }
+
+  void macro(const ast::MacroDef& def) {
+    for (const auto& [name, fallback] : def.params) expr(fallback.get(), false);
+    body(def.body, false);
+  }
+
+  void args(const std::vector<ast::Arg>& list, bool soft) {
+    for (const auto& a : list) expr(a.value.get(), soft);
+  }
+
+  void expr(const ast::Expr* e, bool soft) {
+    if (e == nullptr) return;
+    switch (e->kind) {
+      case ast::ExprKind::kLiteral:
+      case ast::ExprKind::kName:
+        return;
+      case ast::ExprKind::kList:
+        for (const auto& item : static_cast<const ast::ListExpr*>(e)->items) expr(item.get(), soft);
+        return;
+      case ast::ExprKind::kDict:
+        for (const auto& [k, v] : static_cast<const ast::DictExpr*>(e)->items) {
+          expr(k.get(), soft);
+          expr(v.get(), soft);
+        }
+        return;
+      case ast::ExprKind::kGetAttr:
+        return expr(static_cast<const ast::GetAttr*>(e)->object.get(), soft);
+      case ast::ExprKind::kGetItem:
+        expr(static_cast<const ast::GetItem*>(e)->object.get(), soft);
+        return expr(static_cast<const ast::GetItem*>(e)->index.get(), soft);
+      case ast::ExprKind::kSlice: {
+        const auto* n = static_cast<const ast::Slice*>(e);
+        for (const ast::Expr* part :
+             {n->object.get(), n->start.get(), n->stop.get(), n->step.get()}) {
+          expr(part, soft);
+        }
+        return;
+      }
+      case ast::ExprKind::kCall:
+        expr(static_cast<const ast::Call*>(e)->callee.get(), soft);
+        return args(static_cast<const ast::Call*>(e)->args, soft);
+      case ast::ExprKind::kFilter: {
+        const auto* n = static_cast<const ast::Filter*>(e);
+        if (n->fn == nullptr && !soft) unknown("filter", n->name, n->line, n->column);
+        expr(n->input.get(), soft);
+        return args(n->args, soft);
+      }
+      case ast::ExprKind::kTest: {
+        const auto* n = static_cast<const ast::Test*>(e);
+        if (n->fn == nullptr && !soft) unknown("test", n->name, n->line, n->column);
+        expr(n->input.get(), soft);
+        return args(n->args, soft);
+      }
+      case ast::ExprKind::kUnary:
+        return expr(static_cast<const ast::Unary*>(e)->operand.get(), soft);
+      case ast::ExprKind::kBinary:
+        expr(static_cast<const ast::Binary*>(e)->left.get(), soft);
+        return expr(static_cast<const ast::Binary*>(e)->right.get(), soft);
+      case ast::ExprKind::kCompare:
+        expr(static_cast<const ast::Compare*>(e)->first.get(), soft);
+        for (const auto& [op, operand] : static_cast<const ast::Compare*>(e)->rest) {
+          expr(operand.get(), soft);
+        }
+        return;
+      case ast::ExprKind::kConcat:
+        for (const auto& part : static_cast<const ast::Concat*>(e)->parts) expr(part.get(), soft);
+        return;
+      case ast::ExprKind::kCondition: {
+        const auto* n = static_cast<const ast::Condition*>(e);
+        expr(n->then.get(), true);
+        expr(n->cond.get(), true);
+        return expr(n->otherwise.get(), true);
+      }
+    }
+  }
+
+  [[noreturn]] static void unknown(const char* what, const std::string& name, int line,
+                                   int column) {
+    throw TemplateError(std::string("No ") + what + " named '" + name + "'.",
+                        TemplateError::Kind::kSyntax, line, column);
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<ast::Program> parse(std::vector<Token> tokens) {
-  return Parser(std::move(tokens)).run();
+  std::unique_ptr<ast::Program> program = Parser(std::move(tokens)).run();
+  UnknownNameCheck().body(program->body, false);
+  return program;
 }
 
 }  // namespace sy::jinja

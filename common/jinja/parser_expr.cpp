@@ -262,10 +262,20 @@ ast::ExprPtr ExpressionParser::parse_postfix(ExprPtr node) {
 ast::ExprPtr ExpressionParser::parse_subscript(ExprPtr object) {
   int line = advance().line;  // '['
   ExprPtr start;
-  if (!at_op(":")) {
-    start = parse_expression(true);
+  if (at_op("]") || !at_op(":")) {
+    // x[i]; x[] and x[a, b] index with a tuple, as in Jinja (dicts never hold those keys).
+    auto tuple = std::make_unique<ast::ListExpr>(line, true);
+    while (!at_op("]")) {
+      if (!tuple->items.empty()) expect_op(",");
+      tuple->items.push_back(parse_expression(true));
+      if (tuple->items.size() == 1 && at_op(":")) break;
+    }
+    if (at_op("]") && tuple->items.size() != 1) {
+      advance();
+      return std::make_unique<ast::GetItem>(line, std::move(object), std::move(tuple));
+    }
+    start = std::move(tuple->items[0]);
     if (!at_op(":")) {
-      if (at_op(",")) fail(cur(), "tuple subscripts are not supported");
       expect_op("]");
       return std::make_unique<ast::GetItem>(line, std::move(object), std::move(start));
     }
@@ -335,9 +345,8 @@ ast::ExprPtr ExpressionParser::parse_filter_chain(ExprPtr input, bool inline_fir
     first = false;
     const Token& t = cur();
     std::string name = expect_name();
-    FilterFn fn = find_filter(name);
-    if (fn == nullptr) fail(t, "No filter named '" + name + "'.");
-    auto filter = std::make_unique<ast::Filter>(t.line, std::move(input), name, fn);
+    auto filter =
+        std::make_unique<ast::Filter>(t.line, t.column, std::move(input), name, find_filter(name));
     if (at_op("(")) filter->args = parse_args();
     input = std::move(filter);
     if (single) break;
@@ -350,9 +359,7 @@ ast::ExprPtr ExpressionParser::parse_test(ExprPtr input) {
   bool negated = skip_name("not");
   const Token& t = cur();
   std::string name = expect_name();
-  TestFn fn = find_test(name);
-  if (fn == nullptr) fail(t, "No test named '" + name + "'.");
-  auto test = std::make_unique<ast::Test>(line, std::move(input), name, fn);
+  auto test = std::make_unique<ast::Test>(line, t.column, std::move(input), name, find_test(name));
   if (at_op("(")) {
     test->args = parse_args();
   } else {

@@ -332,6 +332,7 @@ const Value* Dict::find(std::string_view key) const {
 
 const Value* Dict::find(const Value& key) const {
   if (key.is_string()) return find(std::string_view(key.str()));
+  if (key.is_undefined()) return nullptr;  // Jinja's Undefined hashes but is never a key
   if (!is_hashable(key)) throw TemplateError("unhashable type: '" + key.type_name() + "'");
   for (const auto& entry : entries_) {
     if (!entry.first.is_string() && key_equal(entry.first, key)) return &entry.second;

@@ -144,6 +144,14 @@ const RenderCase kRenderCases[] = {
      "{{ 1 < 2 < 3 }} {{ 3 > 2 > 2 }} {{ 'a' < 'b' }} {{ [1, 2] < [1, 3] }} {{ 1 == 1.0 }} {{ true "
      "== 1 }} {{ (1, 2) == [1, 2] }} {{ 'a' != 'a' }} {{ 2 >= 2 }} {{ 1 <= 0 }}",
      "{}", "True False True True True True False False True False"},
+    {"unknown_filter_in_untaken_branch",
+     "{% if true %}ok{% elif x is nope %}{{ x|nope }}{% endif %}", "{}", "ok"},
+    {"tuple_subscript", "[{{ 'ab'[] }}][{{ {'a': 1}['a', 'b'] }}]", "{}", "[][]"},
+    {"undefined_operands",
+     "[{{ '%s' % undefined_name }}] {{ undefined_name in {'a': 1} }} {{ {'a': "
+     "1}.get(undefined_name) }} {{ undefined_name == undefined_name }} {{ none == undefined_name "
+     "}}",
+     "{}", "[] False None True False"},
     {"membership",
      "{{ 'a' in 'cat' }} {{ 1 in [1, 2] }} {{ 'k' in {'k': 1} }} {{ 3 not in [1] }} {{ 'x' in "
      "undefined_name }}",
@@ -358,6 +366,9 @@ const ErrorCase kErrorCases[] = {
     {"unclosed_if", "{% if x %}\nabc", kSyntax, "expected 'elif', 'else' or 'endif'", 2},
     {"unknown_filter", "ok\n{{ 1 | nosuchfilter }}", kSyntax, "No filter named 'nosuchfilter'", 2},
     {"unknown_test", "{{ 1 is nosuchtest }}", kSyntax, "No test named 'nosuchtest'", 1},
+    {"unknown_filter_in_loop_in_if",
+     "{% if x %}{% for a in b %}{{ a|nope }}{% endfor %}{% endif %}", kSyntax,
+     "No filter named 'nope'", 1},
     {"unbalanced_paren", "a\nb\n{{ (1 }}", kSyntax, "unexpected '}', expected ')'", 3},
     {"stray_end_tag", "{% endif %}", kSyntax, "Encountered unknown tag 'endif'", 1},
     {"break_outside_loop", "{% break %}", kSyntax, "'break' outside of a loop", 1},
@@ -373,6 +384,8 @@ const ErrorCase kErrorCases[] = {
     {"tests_cannot_chain", "{{ x is defined is none }}", kSyntax, "", 1},
     // Render errors, with Python's wording and the line they happened on.
     {"attribute_of_undefined", "a\n{{ x.y }}", kRender, "'x' is undefined", 2},
+    {"unknown_filter_run_in_if", "{% if true %}\n{{ x|nope }}{% endif %}", kRender,
+     "No filter named 'nope' found.", 2},
     {"undefined_arithmetic", "{{ x + 1 }}", kRender, "'x' is undefined", 1},
     {"attribute_of_missing_key", "{{ {}.bar.baz }}", kRender,
      "'dict object' has no attribute 'bar'", 1},

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct FixtureModel {
                             // bf16 RoPE frequencies must match to float32 rounding
 };
 
+// gtest prints parameters with this instead of their bytes.
+inline void PrintTo(const FixtureModel& m, std::ostream* os) { *os << m.path; }
+
 inline std::vector<FixtureModel> all_fixture_models() {
   return {
       {"qwen3-tiny", "qwen3-tiny-bf16.gguf", 2e-3f, 5e-4f, true},
@@ -49,6 +53,12 @@ inline std::vector<FixtureModel> all_fixture_models() {
   };
 }
 
-inline std::vector<std::string> fixture_names() { return {"qwen3-tiny", "llama3-tiny", "qwen2-tiny"}; }
+inline std::vector<FixtureModel> same_weight_fixture_models() {
+  std::vector<FixtureModel> out;
+  for (const auto& m : all_fixture_models())
+    if (m.same_weights) out.push_back(m);
+  return out;
+}
+
 
 }  // namespace sy::testing

@@ -95,7 +95,9 @@ TEST(ModelFileErrors, CliReportsAndExitsNonZero) {
   EXPECT_EQ(WEXITSTATUS(status), 1);
   std::ifstream in(err);
   const std::string msg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(msg.find("error: " + path + ": invalid GGUF"), std::string::npos) << msg;
+  std::string want = "error: ";
+  want.append(path).append(": invalid GGUF");
+  EXPECT_NE(msg.find(want), std::string::npos) << msg;
   fs::remove(path);
   fs::remove(err);
 }

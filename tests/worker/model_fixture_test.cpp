@@ -88,15 +88,17 @@ TEST_P(ModelFixture, LogitsMatchGolden) {
 // The goldens' transformers run used bf16-rounded RoPE frequencies (its inv_freq buffer
 // was cast with the bf16 weights). Emulating that, every other step must agree to
 // float32 rounding: a check far tighter than the acceptance bound.
-TEST_P(ModelFixture, LogitsMatchGoldenToFloat32RoundingUnderTransformersRope) {
-  if (!GetParam().same_weights) GTEST_SKIP() << "Q8_0 weights differ from the goldens' weights";
+// Models holding the goldens' own weights (bf16 GGUF, safetensors).
+class SameWeightsFixture : public ModelFixture {};
+
+TEST_P(SameWeightsFixture, LogitsMatchGoldenToFloat32RoundingUnderTransformersRope) {
   auto backend = open_backend(*src_, true);
   const Diff d = compare_logits(*backend, golden_, 2e-5f);
   EXPECT_LE(d.max_abs, 2e-5f);
 }
 
-TEST_P(ModelFixture, GreedyMatchesGoldenAloneBatchedAndChunked) {
-  if (!GetParam().same_weights) GTEST_SKIP() << "Q8_0 is compared on logits only (see fixtures/README.md)";
+// Q8_0 is compared on logits only (see fixtures/README.md).
+TEST_P(SameWeightsFixture, GreedyMatchesGoldenAloneBatchedAndChunked) {
   auto backend = open_backend(*src_, false);
   std::vector<GenerateRequest> reqs;
   for (const auto& p : golden_["prompts"]) {
@@ -120,6 +122,7 @@ TEST_P(ModelFixture, GreedyMatchesGoldenAloneBatchedAndChunked) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelFixture, ::testing::ValuesIn(testing::all_fixture_models()), param_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, SameWeightsFixture, ::testing::ValuesIn(testing::same_weight_fixture_models()), param_name);
 
 }  // namespace
 }  // namespace sy

@@ -47,7 +47,10 @@ std::string q(const std::string& s) {
 
 std::string ids_arg(const std::vector<int32_t>& ids) {
   std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s.push_back(',');
+    s.append(std::to_string(ids[i]));
+  }
   return s;
 }
 

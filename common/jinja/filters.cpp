@@ -170,6 +170,8 @@ Value f_format(Interpreter&, const Value& v, const CallArgs& args) {
 Value f_indent(Interpreter& in, const Value& v, const CallArgs& args) {
   auto a = bind_args("indent", args,
                      {{"width", integer(4)}, {"first", boolean(false)}, {"blank", boolean(false)}});
+  if (a[0].is_integral())
+    check_length(static_cast<size_t>(std::max<int64_t>(0, a[0].as_int())), in);
   std::string pad = a[0].is_string()
                         ? a[0].str()
                         : std::string(std::max<int64_t>(0, int_arg(a[0], "width")), ' ');

@@ -17,6 +17,7 @@ void dict_repr_into(std::string& out, const Dict& d) {
   bool first = true;
   for (const auto& [k, item] : d.entries()) {
     if (!first) out += ", ";
+    AllocationBudget::check_length(out.size());
     first = false;
     repr_into(out, k);
     out += ": ";
@@ -38,6 +39,7 @@ void repr_into(std::string& out, const Value& v) {
       out.push_back(list.is_tuple ? '(' : '[');
       for (size_t i = 0; i < list.items.size(); ++i) {
         if (i > 0) out += ", ";
+        AllocationBudget::check_length(out.size());
         repr_into(out, list.items[i]);
       }
       if (list.is_tuple && list.items.size() == 1) out.push_back(',');
@@ -213,6 +215,7 @@ class JsonWriter {
 
  private:
   void newline(std::string& out, int level) {
+    AllocationBudget::check_length(out.size() + (o_.indent ? o_.indent->size() * level : 0));
     if (!o_.indent) return;
     out.push_back('\n');
     for (int i = 0; i < level; ++i) out += *o_.indent;

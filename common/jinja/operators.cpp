@@ -236,6 +236,7 @@ int py_order(const Value& a, const Value& b, const char* op) {
   if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
     const auto& x = a.as_list().items;
     const auto& y = b.as_list().items;
+    AllocationBudget::charge(std::min(x.size(), y.size()) * sizeof(Value));  // work, see py_equal
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (py_equal(x[i], y[i])) continue;
       return py_order(x[i], y[i], op);
@@ -332,13 +333,19 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       spec += fmt[i++];
       while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i]))) spec += fmt[i++];
     }
-    if (spec.size() > 12 || i >= fmt.size()) throw TemplateError("unsupported format specifier");
+    // Width and precision of at most 3 digits keep every field within the buffers below.
+    size_t digit_run = 0, longest_run = 0;
+    for (char ch : spec) {
+      digit_run = std::isdigit(static_cast<unsigned char>(ch)) ? digit_run + 1 : 0;
+      longest_run = std::max(longest_run, digit_run);
+    }
+    if (longest_run > 3 || i >= fmt.size()) throw TemplateError("unsupported format specifier");
     char conv = fmt[i];
     if (arg == nullptr) {
       if (next >= positional.size()) throw TemplateError("not enough arguments for format string");
       arg = &positional[next++];
     }
-    char buf[512];
+    char buf[2048];
     switch (conv) {
       case 's':
       case 'r': {

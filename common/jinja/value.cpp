@@ -363,6 +363,17 @@ void AllocationBudget::charge_string(size_t bytes) {
   charge(bytes);
 }
 
+size_t AllocationBudget::string_limit() {
+  return current_budget == nullptr ? SIZE_MAX : current_budget->max_string_;
+}
+
+void AllocationBudget::check_length(size_t bytes) {
+  if (bytes > string_limit()) {
+    throw TemplateError("string of " + std::to_string(bytes) +
+                        " bytes is longer than the limit of " + std::to_string(string_limit()));
+  }
+}
+
 void AllocationBudget::charge(size_t bytes) {
   AllocationBudget* b = current_budget;
   if (b == nullptr) return;
@@ -388,7 +399,10 @@ bool py_equal(const Value& a, const Value& b) {
     case Kind::kList: {
       const List& x = a.as_list();
       const List& y = b.as_list();
+      if (&x == &y) return true;  // Python compares identical items as equal too
       if (x.is_tuple != y.is_tuple || x.items.size() != y.items.size()) return false;
+      // Shared sublists can make a small value a huge tree: the walk is charged as work.
+      AllocationBudget::charge(x.items.size() * sizeof(Value));
       for (size_t i = 0; i < x.items.size(); ++i) {
         if (!py_equal(x.items[i], y.items[i])) return false;
       }
@@ -397,7 +411,9 @@ bool py_equal(const Value& a, const Value& b) {
     case Kind::kDict: {
       const Dict& x = a.as_dict();
       const Dict& y = b.as_dict();
+      if (&x == &y) return true;
       if (x.size() != y.size()) return false;
+      AllocationBudget::charge(x.size() * sizeof(Value));
       for (const auto& [k, v] : x.entries()) {
         const Value* other = y.find(k);
         if (other == nullptr || !py_equal(v, *other)) return false;

@@ -144,6 +144,11 @@ class AllocationBudget {
 
   static void charge_string(size_t bytes);
   static void charge(size_t bytes);
+  // The longest string the current render may build (no limit outside a render), for code
+  // that grows text piece by piece (repr, json) and must stop early.
+  static size_t string_limit();
+  // Throws TemplateError when `bytes` exceeds string_limit().
+  static void check_length(size_t bytes);
 
  private:
   AllocationBudget* previous_;

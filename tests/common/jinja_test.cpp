@@ -499,6 +499,18 @@ std::vector<LimitCase> limit_cases() {
        "{% set ns = namespace(l=[]) %}{% for i in range(1000) %}{% set ns.l = [ns.l] %}{% endfor "
        "%}",
        "nesting is deeper than"},
+      {"shared_sublists_compared",
+       "{% set ns = namespace(a=[], b=[]) %}{% for i in range(200) %}{% set ns.a = [ns.a, ns.a] %}"
+       "{% set ns.b = [ns.b, ns.b] %}{% endfor %}{{ ns.a == ns.b }}",
+       "allocated more than"},
+      {"shared_sublists_printed",
+       "{% set ns = namespace(a=[]) %}{% for i in range(200) %}{% set ns.a = [ns.a, ns.a] %}"
+       "{% endfor %}{{ ns.a }}",
+       "longer than the limit"},
+      {"json_indent_flood", "{{ range(100000)|list|tojson(indent=1000) }}",
+       "longer than the limit"},
+      {"huge_indent", "{{ 'x'|indent(10**9) }}", "longer than the limit"},
+      {"huge_format_width", "{{ '%999999999s' % 1 }}", "unsupported format specifier"},
       {"namespace_cycle", "{% set ns = namespace() %}{% set ns.me = [ns] %}",
        "cannot hold a namespace"},
       {"deep_expression", "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}",

@@ -14,8 +14,7 @@ cat >"$messages" <<'JSON'
 [{"role": "system", "content": "You are a helpful assistant."},
  {"role": "user", "content": "Name three uses of a railway switchyard."}]
 JSON
-prompt=$(build/bin/switchyard-worker chat --model "$model" --messages "$messages" --no-thinking)
 echo "== prompt (rendered by the model's chat template) =="
-printf '%s\n' "$prompt"
+build/bin/switchyard-worker chat --model "$model" --messages "$messages" --no-thinking
 echo "== generation (greedy, 32 tokens; the demo model's weights are random, so the text is too) =="
-build/bin/switchyard-worker generate --model "$model" --prompt "$prompt" --max-tokens 32 --temperature 0 --json
+build/bin/switchyard-worker generate --model "$model" --messages "$messages" --no-thinking --max-tokens 32 --temperature 0 --json

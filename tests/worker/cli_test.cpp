@@ -80,10 +80,15 @@ TEST(WorkerCli, ChatMatchesGoldens) {
       const std::string file = testing::temp_path("messages.json");
       std::ofstream(file) << c["messages"].dump();
       const bool no_thinking = c["kwargs"].value("enable_thinking", true) == false;
-      const RunResult r = run_worker("chat --model " + q(testing::fixture_path(m.path)) + " --messages " + q(file) + (no_thinking ? " --no-thinking" : ""));
-      std::filesystem::remove(file);
+      const std::string flags = " --messages " + q(file) + (no_thinking ? " --no-thinking" : "");
+      const RunResult r = run_worker("chat --model " + q(testing::fixture_path(m.path)) + flags);
       ASSERT_EQ(r.status, 0);
       EXPECT_EQ(r.out, c["text"].get<std::string>()) << m.path;
+      // generate --messages runs exactly the golden chat ids.
+      const RunResult g = run_worker("generate --model " + q(testing::fixture_path(m.path)) + flags + " --max-tokens 1 --json");
+      std::filesystem::remove(file);
+      ASSERT_EQ(g.status, 0);
+      EXPECT_EQ(nlohmann::json::parse(g.out)["prompt_ids"], c["ids"]) << m.path;
     }
   }
 }

@@ -41,19 +41,29 @@ int run_tokenize(const std::vector<std::string>& argv) {
   return 0;
 }
 
+namespace {
+
+// The prompt text of a chat: the model's template over the messages in `path` (a JSON
+// array, or an object with "messages"), with the generation prompt appended.
+std::string render_chat(const ModelSource& src, const Tokenizer& tok, const std::string& path, bool no_thinking) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  nlohmann::json messages = nlohmann::json::parse(in, nullptr, false);
+  if (messages.is_discarded()) throw std::runtime_error(path + ": invalid JSON");
+  if (messages.is_object() && messages.contains("messages")) messages = messages["messages"];
+  const ChatTemplate tmpl = ChatTemplate::from_model(src, tok.bos_token(), tok.eos_token());
+  nlohmann::json kwargs = nlohmann::json::object();
+  if (no_thinking) kwargs["enable_thinking"] = false;
+  return tmpl.render(messages, true, kwargs);
+}
+
+}  // namespace
+
 int run_chat(const std::vector<std::string>& argv) {
   Args a(argv, {"model", "messages"}, {"no-thinking"});
-  std::ifstream in(a.get("messages"), std::ios::binary);
-  if (!in) throw std::runtime_error(a.get("messages") + ": cannot open");
-  nlohmann::json messages = nlohmann::json::parse(in, nullptr, false);
-  if (messages.is_discarded()) throw std::runtime_error(a.get("messages") + ": invalid JSON");
-  if (messages.is_object() && messages.contains("messages")) messages = messages["messages"];
   auto src = ModelSource::open(a.get("model"));
   auto tok = Tokenizer::from_model(*src);
-  const ChatTemplate tmpl = ChatTemplate::from_model(*src, tok->bos_token(), tok->eos_token());
-  nlohmann::json kwargs = nlohmann::json::object();
-  if (a.has("no-thinking")) kwargs["enable_thinking"] = false;
-  const std::string text = tmpl.render(messages, true, kwargs);
+  const std::string text = render_chat(*src, *tok, a.get("messages"), a.has("no-thinking"));
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
@@ -74,9 +84,9 @@ int run_eval(const std::vector<std::string>& argv) {
 }
 
 int run_generate(const std::vector<std::string>& argv) {
-  Args a(argv, {"model", "prompt", "prompt-ids", "max-tokens", "temperature", "device", "block-size", "kv-blocks", "prefill-chunk"},
-         {"json", "ignore-eos"});
-  if (a.has("prompt") == a.has("prompt-ids")) throw UsageError("give exactly one of --prompt and --prompt-ids");
+  Args a(argv, {"model", "prompt", "prompt-ids", "messages", "max-tokens", "temperature", "device", "block-size", "kv-blocks", "prefill-chunk"},
+         {"json", "ignore-eos", "no-thinking"});
+  if (a.has("prompt") + a.has("prompt-ids") + a.has("messages") != 1) throw UsageError("give exactly one of --prompt, --prompt-ids and --messages");
   const double temperature = a.get_double("temperature", 0.0);
   if (temperature != 0.0)
     throw UsageError("only --temperature 0 (greedy) is implemented by this command; sampling arrives with the serving engine");
@@ -85,7 +95,13 @@ int run_generate(const std::vector<std::string>& argv) {
   auto src = ModelSource::open(a.get("model"));
   auto tok = Tokenizer::from_model(*src);
   GenerateRequest req;
-  req.prompt = a.has("prompt") ? tok->encode(a.get("prompt"), true) : parse_id_list(a.get("prompt-ids"));
+  if (a.has("prompt-ids")) {
+    req.prompt = parse_id_list(a.get("prompt-ids"));
+  } else if (a.has("prompt")) {
+    req.prompt = tok->encode(a.get("prompt"), true);
+  } else {  // a rendered chat already holds the special tokens the template wants
+    req.prompt = tok->encode(render_chat(*src, *tok, a.get("messages"), a.has("no-thinking")), false);
+  }
   req.max_tokens = static_cast<int32_t>(max_tokens);
   if (!a.has("ignore-eos")) req.stop_ids = tok->stop_ids();
   auto backend = open_backend(*src, a, static_cast<int64_t>(req.prompt.size()) + max_tokens);

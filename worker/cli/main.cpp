@@ -19,8 +19,8 @@ const char kUsage[] =
     "  tokenize   --model M --text T [--add-special]\n"
     "  chat       --model M --messages FILE.json [--no-thinking]\n"
     "  eval       --model M --prompt-ids 1,2,3 --logits-out F [--last-only]\n"
-    "  generate   --model M (--prompt T | --prompt-ids 1,2,3) --max-tokens N [--temperature 0]\n"
-    "             [--json] [--ignore-eos] [--prefill-chunk N]\n"
+    "  generate   --model M (--prompt T | --prompt-ids 1,2,3 | --messages FILE.json [--no-thinking])\n"
+    "             --max-tokens N [--temperature 0] [--json] [--ignore-eos] [--prefill-chunk N]\n"
     "  make-model --arch qwen3|llama|qwen2 --preset NAME --tokenizer-from GGUF_OR_TOKENIZER_JSON\n"
     "             --out F.gguf [--dtype bf16|f16|f32|q8_0] [--seed N]\n";
 

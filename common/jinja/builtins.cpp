@@ -229,7 +229,12 @@ Value global_range(Interpreter& in, const CallArgs& args) {
   std::vector<Value> items;
   auto n = static_cast<int64_t>(len);
   items.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) items.push_back(Value::integer(start + i * step));
+  // Stepping from start stays between start and stop, so it cannot overflow.
+  int64_t value = start;
+  for (int64_t i = 0; i < n; ++i) {
+    items.push_back(Value::integer(value));
+    if (i + 1 < n) value += step;
+  }
   in.step(static_cast<uint64_t>(n));
   return Value::list(std::move(items));
 }

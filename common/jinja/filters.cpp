@@ -2,6 +2,7 @@
 // transformers' replacement: json.dumps(x, ensure_ascii=False, indent=None,
 // separators=None, sort_keys=False), which does not escape HTML characters.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <unordered_map>
@@ -104,11 +105,16 @@ std::optional<double> parse_float(const std::string& text) {
     double x = body == "nan" ? NAN : INFINITY;
     return lower[0] == '-' ? -x : x;
   }
-  if (body.find_first_not_of("0123456789.e+-") != std::string::npos) return std::nullopt;
-  char* end = nullptr;
-  double d = std::strtod(clean.c_str(), &end);
-  if (end != clean.c_str() + clean.size()) return std::nullopt;
-  return d;
+  if (body.empty() || body.find_first_not_of("0123456789.e+-") != std::string::npos) {
+    return std::nullopt;
+  }
+  // from_chars, unlike strtod, ignores the process locale's decimal point.
+  double d = 0;
+  auto res = std::from_chars(body.data(), body.data() + body.size(), d);
+  if (res.ptr != body.data() + body.size()) return std::nullopt;
+  if (res.ec == std::errc::result_out_of_range)
+    d = body.find("e-") != std::string::npos ? 0.0 : INFINITY;
+  return lower[0] == '-' ? -d : d;
 }
 
 Value f_float(Interpreter&, const Value& v, const CallArgs& args) {
@@ -132,7 +138,8 @@ Value f_int(Interpreter&, const Value& v, const CallArgs& args) {
   if (v.is_string()) {
     std::string s = py::strip(v.str(), std::nullopt, true, true);
     s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
-    int base = static_cast<int>(int_arg(a[1], "base"));
+    int64_t base_arg = int_arg(a[1], "base");
+    int base = base_arg >= 2 && base_arg <= 36 ? static_cast<int>(base_arg) : 0;
     if (!s.empty() && base >= 2 && base <= 36) {
       size_t i = s[0] == '+' || s[0] == '-' ? 1 : 0;
       if (base == 16 && s.compare(i, 2, "0x") == 0) i += 2;
@@ -229,16 +236,21 @@ Value f_round(Interpreter&, const Value& v, const CallArgs& args) {
   if (!v.is_float()) {
     // round(int, n) stays an int; negative n rounds to tens, half to even.
     if (precision >= 0) return integer(v.as_int());
-    double scale = std::pow(10.0, static_cast<double>(-precision));
-    return integer(static_cast<int64_t>(std::nearbyint(x / scale) * scale));
+    double rounded = std::nearbyint(x / std::pow(10.0, static_cast<double>(-precision))) *
+                     std::pow(10.0, static_cast<double>(-precision));
+    if (!(std::fabs(rounded) < 9.2e18)) throw TemplateError("integer result is too large");
+    return integer(static_cast<int64_t>(rounded));
   }
   if (std::isnan(x) || std::isinf(x)) return Value::number(x);
   if (precision == 0) return Value::number(std::nearbyint(x));
   if (precision > 0 && precision < 300) {
-    // printf rounds the exact binary value half to even, as Python's round() does.
+    // to_chars rounds the exact binary value half to even, as Python's round() does.
     char buf[512];
-    std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(precision), x);
-    return Value::number(std::strtod(buf, nullptr));
+    auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::fixed,
+                             static_cast<int>(precision));
+    double rounded = x;
+    if (res.ec == std::errc()) std::from_chars(buf, res.ptr, rounded);
+    return Value::number(rounded);
   }
   double scale = std::pow(10.0, static_cast<double>(-precision));
   return Value::number(std::nearbyint(x / scale) * scale);

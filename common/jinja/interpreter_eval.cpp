@@ -69,7 +69,10 @@ std::vector<size_t> slice_positions(size_t size, std::optional<int64_t> start,
   int64_t b = adjust(start, st < 0 ? n - 1 : 0);
   int64_t e = adjust(stop, st < 0 ? -1 : n);
   std::vector<size_t> out;
-  for (int64_t i = b; st > 0 ? i < e : i > e; i += st) out.push_back(static_cast<size_t>(i));
+  for (int64_t i = b; st > 0 ? i < e : i > e;) {
+    out.push_back(static_cast<size_t>(i));
+    if (__builtin_add_overflow(i, st, &i)) break;
+  }
   return out;
 }
 

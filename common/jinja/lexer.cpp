@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include "common/jinja/error.h"
 #include "common/jinja/py_string.h"
@@ -293,7 +294,11 @@ class Lexer {
         std::string text = src_.substr(p, stop - p);
         text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
         Token t = make(TokenType::kFloat, p, text);
-        std::from_chars(text.data(), text.data() + text.size(), t.float_value);
+        auto res = std::from_chars(text.data(), text.data() + text.size(), t.float_value);
+        if (res.ec == std::errc::result_out_of_range) {
+          size_t e = text.find_first_of("eE");
+          t.float_value = e + 1 < text.size() && text[e + 1] == '-' ? 0.0 : INFINITY;
+        }
         out_.push_back(std::move(t));
         return stop;
       }

@@ -370,6 +370,9 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       case 'o': {
         if (!arg->is_number())
           throw TemplateError("%" + std::string(1, conv) + " format: a number is required");
+        if (arg->is_float() && !(std::fabs(arg->as_double()) < 9.2e18)) {
+          throw TemplateError("integer result is too large");
+        }
         long long n = arg->is_float() ? static_cast<long long>(arg->as_double()) : arg->as_int();
         std::string f = spec + "ll" + (conv == 'i' ? 'd' : conv);
         std::snprintf(buf, sizeof buf, f.c_str(), n);

@@ -342,6 +342,7 @@ const Value* Dict::find(const Value& key) const {
 
 namespace {
 thread_local AllocationBudget* current_budget = nullptr;
+constexpr size_t kStringOverhead = 48;
 }  // namespace
 
 AllocationBudget::AllocationBudget(size_t max_total_bytes, size_t max_string_bytes)
@@ -360,7 +361,8 @@ void AllocationBudget::charge_string(size_t bytes) {
     throw TemplateError("string of " + std::to_string(bytes) +
                         " bytes is longer than the limit of " + std::to_string(b->max_string_));
   }
-  charge(bytes);
+  // Each string also costs its shared_ptr control block and std::string header.
+  charge(bytes + kStringOverhead);
 }
 
 size_t AllocationBudget::string_limit() {

@@ -40,11 +40,12 @@ std::optional<size_t> normalize_index(int64_t i, size_t size) {
   return static_cast<size_t>(i);
 }
 
-std::optional<int64_t> slice_bound(const Value& v, const char* which) {
-  if (v.is_none() || v.is_undefined()) return std::nullopt;
+// A slice bound: none (or absent) is "from the end", an int is a position. Jinja slices
+// with Python's own obj[a:b], so a bad bound or object is a TypeError.
+std::optional<int64_t> slice_bound(const Value& v) {
+  if (v.is_none()) return std::nullopt;
   if (!v.is_integral()) {
-    throw TemplateError(std::string("slice ") + which + " must be an integer or None, not " +
-                        v.type_name());
+    throw TemplateError("slice indices must be integers or None or have an __index__ method");
   }
   return v.as_int();
 }
@@ -291,13 +292,10 @@ Value Interpreter::apply_filter_chain(const ast::Filter& node, const Value& text
 
 Value Interpreter::slice(const ast::Slice& node, const ScopePtr& scope) {
   Value object = eval(*node.object, scope);
-  auto bound = [&](const ast::ExprPtr& e, const char* which) -> std::optional<int64_t> {
-    if (!e) return std::nullopt;
-    return slice_bound(eval(*e, scope), which);
-  };
-  std::optional<int64_t> start = bound(node.start, "start");
-  std::optional<int64_t> stop = bound(node.stop, "stop");
-  std::optional<int64_t> step_by = bound(node.step, "step");
+  std::optional<int64_t> start, stop, step_by;
+  if (node.start) start = slice_bound(eval(*node.start, scope));
+  if (node.stop) stop = slice_bound(eval(*node.stop, scope));
+  if (node.step) step_by = slice_bound(eval(*node.step, scope));
   if (object.is_undefined()) raise_undefined(object);
   if (object.is_list()) {
     const auto& items = object.as_list().items;
@@ -312,7 +310,8 @@ Value Interpreter::slice(const ast::Slice& node, const ScopePtr& scope) {
     for (size_t i : slice_positions(u.size(), start, stop, step_by)) out.push_back(u[i]);
     return Value::string(py::encode(out));
   }
-  return Value::undefined(object_type(object) + " has no element slice(...)");
+  if (object.is_dict()) throw TemplateError("unhashable type: 'slice'");
+  throw TemplateError("'" + object.type_name() + "' object is not subscriptable");
 }
 
 }  // namespace sy::jinja

@@ -420,6 +420,10 @@ const ErrorCase kErrorCases[] = {
     {"iterate_int", "{% for x in 5 %}{% endfor %}", kRender, "'int' object is not iterable", 1},
     {"empty_separator", "{{ 'a'.split('') }}", kRender, "empty separator", 1},
     {"integer_overflow", "{{ 2 ** 64 }}", kRender, "integer result is too large", 1},
+    {"slice_float_bound", "{% set f = 1.0 %}{{ 'abc'[f:] }}", kRender,
+     "slice indices must be integers or None", 1},
+    {"slice_none", "{% set n = none %}{{ n[1:] }}", kRender,
+     "'NoneType' object is not subscriptable", 1},
     {"unhashable_key", "{{ {[1]: 2} }}", kRender, "unhashable type: 'list'", 1},
     // raise_exception() gives exactly its message.
     {"raise_exception", "{{ raise_exception('Conversation roles must alternate') }}", kRaised,

@@ -87,10 +87,14 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool ad
     vars.set(jinja::Value::string("eos_token"), jinja::Value::string(eos_token_));
   vars.set(jinja::Value::string("tools"), jinja::Value::none());
   vars.set(jinja::Value::string("documents"), jinja::Value::none());
-  for (auto it = kwargs.begin(); it != kwargs.end(); ++it) {
-    vars.set(jinja::Value::string(it.key()), jinja::Value::from_json(it.value()));
+  try {
+    for (auto it = kwargs.begin(); it != kwargs.end(); ++it) {
+      vars.set(jinja::Value::string(it.key()), jinja::Value::from_json(it.value()));
+    }
+    vars.set(jinja::Value::string("messages"), jinja::Value::from_json(messages));
+  } catch (const jinja::TemplateError& e) {
+    throw std::invalid_argument(std::string("chat template input: ") + e.what());  // too deep
   }
-  vars.set(jinja::Value::string("messages"), jinja::Value::from_json(messages));
   vars.set(jinja::Value::string("add_generation_prompt"),
            jinja::Value::boolean(add_generation_prompt));
   return template_.render(vars);

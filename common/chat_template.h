@@ -35,6 +35,8 @@ class ChatTemplate {
   // raise_exception() refusing the conversation (also a client error), other kinds are a
   // template the interpreter cannot run.
   //
+  // Thread-safe: renders share only the parsed template.
+  //
   // Prefer the ordered_json overload: objects keep their key order (tool schemas are printed
   // with tojson in the client's order, as transformers does); nlohmann::json sorts keys.
   std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt,

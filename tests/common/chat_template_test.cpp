@@ -184,6 +184,10 @@ TEST(ChatTemplate, RejectsMalformedMessages) {
   EXPECT_THROW(t.render(ok, true, {{"messages", ok}}), std::invalid_argument);
   EXPECT_THROW(t.render(ok, true, ordered_json::array()), std::invalid_argument);
   EXPECT_EQ(t.render(ok, true), "x");
+  ordered_json deep = 1;
+  for (int i = 0; i < 1000; ++i) deep = ordered_json::array({deep});
+  auto deep_message = ordered_json::array({{{"role", "user"}, {"content", "x"}, {"extra", deep}}});
+  EXPECT_THROW(t.render(deep_message, true), std::invalid_argument);
 }
 
 TEST(ChatTemplate, SyntaxErrorThrowsAtConstruction) {

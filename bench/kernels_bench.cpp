@@ -32,7 +32,7 @@ void BM_MatmulNt(benchmark::State& state) {
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
 }
 // Qwen3-0.6B: QKV (1024 → 4096), gate+up (1024 → 6144), down (3072 → 1024); decode and prefill rows.
-BENCHMARK(BM_MatmulNt)->Args({1, 4096, 1024})->Args({1, 6144, 1024})->Args({1, 1024, 3072})->Args({256, 4096, 1024})->Args({256, 6144, 1024})->UseRealTime();
+BENCHMARK(BM_MatmulNt)->Args({1, 4096, 1024})->Args({4, 4096, 1024})->Args({16, 4096, 1024})->Args({1, 6144, 1024})->Args({1, 1024, 3072})->Args({256, 4096, 1024})->Args({256, 6144, 1024})->UseRealTime();
 
 // One decode query per head over `ctx` cached tokens (16 query heads, 8 KV heads, d=128).
 void BM_PagedDecodeAttention(benchmark::State& state) {

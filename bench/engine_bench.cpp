@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/tokenizer/tokenizer.h"
+#include "common/utf8.h"
 #include "worker/backend/backend.h"
 #include "worker/cli/args.h"
 #include "worker/engine/generator.h"
@@ -25,19 +26,6 @@ const char kText[] =
     "places, and the yard must break them apart and build new trains, each car rolling over the hump and "
     "down into the track that leads to its next destination. Engineers measured everything: how long a car "
     "took to roll, how many cars a track could hold, how quickly a crew could couple them again. ";
-
-bool valid_utf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (int k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
-    i += n;
-  }
-  return true;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -94,7 +82,7 @@ int main(int argc, char** argv) {
         for (const auto& res : results) {
           if (static_cast<int32_t>(res.tokens.size()) != decode_tokens) throw std::runtime_error("a sequence returned the wrong number of tokens");
           const std::string out = tok->decode(res.tokens);
-          if (out.empty() || !valid_utf8(out)) throw std::runtime_error("a sequence decoded to empty or invalid text");
+          if (out.empty() || !sy::is_valid_utf8(out)) throw std::runtime_error("a sequence decoded to empty or invalid text");
         }
         const auto& t = gen.last_timing();
         prefill_rates.push_back(static_cast<double>(t.prefill_tokens) / t.prefill_s);

@@ -105,54 +105,43 @@ void Writer::set(std::string key, Value v) {
   metadata_.push_back({std::move(key), std::move(v)});
 }
 
+namespace {
+Value scalar_value(ValueType t, int64_t i, double f = 0) {
+  Value v;
+  v.type = t;
+  v.int_value = i;
+  v.float_value = f;
+  return v;
+}
+Value array_value(ValueType elem) {
+  Value v;
+  v.type = ValueType::kArray;
+  v.elem_type = elem;
+  return v;
+}
+}  // namespace
+
 void Writer::set_string(std::string key, std::string v) {
-  Value x;
-  x.type = ValueType::kString;
+  Value x = scalar_value(ValueType::kString, 0);
   x.string_value = std::move(v);
   set(std::move(key), std::move(x));
 }
-void Writer::set_u32(std::string key, uint32_t v) {
-  Value x;
-  x.type = ValueType::kU32;
-  x.int_value = v;
-  set(std::move(key), std::move(x));
-}
-void Writer::set_i32(std::string key, int32_t v) {
-  Value x;
-  x.type = ValueType::kI32;
-  x.int_value = v;
-  set(std::move(key), std::move(x));
-}
-void Writer::set_f32(std::string key, float v) {
-  Value x;
-  x.type = ValueType::kF32;
-  x.float_value = v;
-  set(std::move(key), std::move(x));
-}
-void Writer::set_bool(std::string key, bool v) {
-  Value x;
-  x.type = ValueType::kBool;
-  x.int_value = v;
-  set(std::move(key), std::move(x));
-}
+void Writer::set_u32(std::string key, uint32_t v) { set(std::move(key), scalar_value(ValueType::kU32, v)); }
+void Writer::set_i32(std::string key, int32_t v) { set(std::move(key), scalar_value(ValueType::kI32, v)); }
+void Writer::set_f32(std::string key, float v) { set(std::move(key), scalar_value(ValueType::kF32, 0, v)); }
+void Writer::set_bool(std::string key, bool v) { set(std::move(key), scalar_value(ValueType::kBool, v)); }
 void Writer::set_string_array(std::string key, std::vector<std::string> v) {
-  Value x;
-  x.type = ValueType::kArray;
-  x.elem_type = ValueType::kString;
+  Value x = array_value(ValueType::kString);
   x.strings = std::move(v);
   set(std::move(key), std::move(x));
 }
 void Writer::set_i32_array(std::string key, std::vector<int64_t> v) {
-  Value x;
-  x.type = ValueType::kArray;
-  x.elem_type = ValueType::kI32;
+  Value x = array_value(ValueType::kI32);
   x.ints = std::move(v);
   set(std::move(key), std::move(x));
 }
 void Writer::set_f32_array(std::string key, std::vector<double> v) {
-  Value x;
-  x.type = ValueType::kArray;
-  x.elem_type = ValueType::kF32;
+  Value x = array_value(ValueType::kF32);
   x.floats = std::move(v);
   set(std::move(key), std::move(x));
 }

@@ -1,5 +1,7 @@
 #include "common/jinja/py_string.h"
 
+#include "common/utf8.h"
+
 #include <unicode/locid.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
@@ -138,23 +140,10 @@ std::u32string decode(std::string_view s) {
 }
 
 void append_utf8(std::string& out, char32_t c) {
-  if (c >= kEscapeBase + 0x80 && c <= kEscapeBase + 0xFF) {
-    out.push_back(static_cast<char>(c - kEscapeBase));
-  } else if (c < 0x80) {
-    out.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
+  if (c >= kEscapeBase + 0x80 && c <= kEscapeBase + 0xFF)
+    out.push_back(static_cast<char>(c - kEscapeBase));  // a raw byte kept through decoding
+  else
+    sy::append_utf8(c, out);
 }
 
 std::string encode(std::u32string_view s) {

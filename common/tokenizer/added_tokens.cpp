@@ -4,7 +4,7 @@
 
 #include <unicode/uchar.h>
 
-#include "common/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace sy::tok {
 namespace {

@@ -1,6 +1,6 @@
 #include "common/tokenizer/incremental_decoder.h"
 
-#include "common/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace sy {
 
@@ -16,14 +16,14 @@ std::string IncrementalDecoder::push(std::span<const int32_t> ids) {
 
 std::string IncrementalDecoder::drain() {
   std::string out;
-  const size_t used = tok::append_utf8_lossy(pending_, out, /*final=*/false);
+  const size_t used = sy::append_utf8_lossy(pending_, out, /*final=*/false);
   pending_.erase(0, used);
   return out;
 }
 
 std::string IncrementalDecoder::finish() {
   std::string out;
-  tok::append_utf8_lossy(pending_, out, /*final=*/true);
+  sy::append_utf8_lossy(pending_, out, /*final=*/true);
   pending_.clear();
   return out;
 }

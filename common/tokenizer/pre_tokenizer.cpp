@@ -1,7 +1,7 @@
 #include "common/tokenizer/pre_tokenizer.h"
 
 #include "common/error.h"
-#include "common/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace sy::tok {
 namespace {

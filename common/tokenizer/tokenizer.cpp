@@ -11,7 +11,7 @@
 #include "common/tokenizer/loaders.h"
 #include "common/tokenizer/pre_tokenizer.h"
 #include "common/tokenizer/tokenizer_spec.h"
-#include "common/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace sy {
 namespace tok {
@@ -149,7 +149,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special) 
   out.reserve(text.size() / 3 + prefix_ids_.size() + suffix_ids_.size() + 4);
   if (add_special) out = prefix_ids_;
   std::string repaired;
-  text = tok::valid_utf8_view(text, repaired);
+  text = sy::valid_utf8_view(text, repaired);
   tok::EncodeScratch s;
   raw_added_->split(text, s.segments);
   for (const auto& segment : s.segments) {
@@ -194,9 +194,9 @@ void Tokenizer::append_token_bytes(int32_t id, bool skip_special, std::string& o
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
   std::string bytes;
   for (int32_t id : ids) append_token_bytes(id, skip_special, bytes);
-  if (tok::is_valid_utf8(bytes)) return bytes;
+  if (sy::is_valid_utf8(bytes)) return bytes;
   std::string text;
-  tok::append_utf8_lossy(bytes, text, /*final=*/true);
+  sy::append_utf8_lossy(bytes, text, /*final=*/true);
   return text;
 }
 

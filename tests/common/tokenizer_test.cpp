@@ -21,7 +21,7 @@
 #include "common/tokenizer/incremental_decoder.h"
 #include "common/tokenizer/patterns.h"
 #include "common/tokenizer/pre_tokenizer.h"
-#include "common/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 namespace sy {
 namespace {
@@ -108,7 +108,7 @@ TEST_P(TokenizerGolden, IncrementalDecodeConcatenatesToDecode) {
     std::string streamed;
     for (int32_t id : ids) {
       const std::string piece = dec.push(id);
-      EXPECT_TRUE(tok::is_valid_utf8(piece)) << c["text"];
+      EXPECT_TRUE(sy::is_valid_utf8(piece)) << c["text"];
       streamed += piece;
     }
     streamed += dec.finish();
@@ -290,14 +290,14 @@ TEST(TokenizerInvalidUtf8, IsReplacedBeforeEncoding) {
   for (const char* source : {"qwen3-tiny-bf16.gguf", "llama3-tiny-bf16.gguf"}) {
     const Ids ids = load(source).encode(noise, true);
     EXPECT_FALSE(ids.empty());
-    EXPECT_TRUE(tok::is_valid_utf8(load(source).decode(ids)));
+    EXPECT_TRUE(sy::is_valid_utf8(load(source).decode(ids)));
   }
 }
 
 TEST(TokenizerUtf8, LossyMatchesPython) {
   auto lossy = [](std::string_view s) {
     std::string out;
-    tok::append_utf8_lossy(s, out, true);
+    sy::append_utf8_lossy(s, out, true);
     return out;
   };
   const std::string r = "\xEF\xBF\xBD";
@@ -308,7 +308,7 @@ TEST(TokenizerUtf8, LossyMatchesPython) {
   EXPECT_EQ(lossy("a\xC2"), "a" + r);
   EXPECT_EQ(lossy("\xE0\xA0\x80"), "\xE0\xA0\x80");
   std::string partial;
-  EXPECT_EQ(tok::append_utf8_lossy("ab\xF0\x9F", partial, false), 2u);
+  EXPECT_EQ(sy::append_utf8_lossy("ab\xF0\x9F", partial, false), 2u);
   EXPECT_EQ(partial, "ab");
 }
 

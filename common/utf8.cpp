@@ -1,9 +1,9 @@
-#include "common/tokenizer/utf8.h"
+#include "common/utf8.h"
 
 #include <cstdint>
 #include <cstring>
 
-namespace sy::tok {
+namespace sy {
 namespace {
 
 // The well-formed byte sequences (Unicode table 3-7): a lead byte fixes the length and
@@ -149,4 +149,4 @@ void append_utf8(char32_t cp, std::string& out) {
   }
 }
 
-}  // namespace sy::tok
+}  // namespace sy

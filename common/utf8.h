@@ -1,4 +1,4 @@
-// UTF-8 helpers shared by the tokenizer's encode and decode paths. Invalid input is
+// UTF-8 helpers shared by the tokenizer, the chat templates and the HTTP layer. Invalid input is
 // repaired the way Python's `bytes.decode("utf-8", errors="replace")` and Rust's
 // `String::from_utf8_lossy` do: each maximal ill-formed subpart becomes one U+FFFD
 // (Unicode 15, section 3.9, "U+FFFD Substitution of Maximal Subparts").
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace sy::tok {
+namespace sy {
 
 inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
 
@@ -30,4 +30,4 @@ char32_t prev_code_point(std::string_view s, size_t end, size_t* start = nullptr
 
 void append_utf8(char32_t cp, std::string& out);
 
-}  // namespace sy::tok
+}  // namespace sy

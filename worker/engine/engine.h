@@ -1,0 +1,109 @@
+// The serving engine: one engine thread owns the scheduler, the KV cache manager and
+// every live request; other threads talk to it only through submit() and cancel(),
+// which enqueue, and through the read-only stats and event hub.
+//
+// Each step the engine drains its inbox, asks the scheduler for a batch plan (running
+// decodes first, then prefill chunks by priority and arrival within the token budget),
+// runs it on the backend, samples, detokenizes, checks stop conditions and reports to
+// each request's sink.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/tokenizer/tokenizer.h"
+#include "worker/backend/backend.h"
+#include "worker/engine/kv_events.h"
+#include "worker/engine/request.h"
+
+namespace sy {
+
+struct EngineOptions {
+  int32_t max_num_seqs = 16;       // running sequences at most
+  int32_t step_token_budget = 256;  // tokens per step: decodes plus prefill chunks
+  uint64_t model_fingerprint = 0;  // h_{-1} of the prefix block hashes
+  bool prefix_caching = true;
+};
+
+// Counters and gauges for /metrics, updated by the engine thread.
+struct EngineStats {
+  std::atomic<int64_t> requests_running{0};
+  std::atomic<int64_t> requests_waiting{0};
+  std::atomic<int64_t> kv_blocks_used{0};
+  std::atomic<int64_t> kv_blocks_total{0};
+  std::atomic<int64_t> prefix_cache_hit_tokens_total{0};
+  std::atomic<int64_t> prompt_tokens_total{0};
+  std::atomic<int64_t> generation_tokens_total{0};
+  std::atomic<int64_t> requests_finished_total{0};
+  std::atomic<int64_t> requests_aborted_total{0};
+  std::atomic<int64_t> preemptions_total{0};
+  std::atomic<int64_t> steps_total{0};
+};
+
+// Latency observations (seconds), delivered to whoever records histograms.
+class LatencyObserver {
+ public:
+  virtual ~LatencyObserver() = default;
+  virtual void observe_ttft(double seconds) = 0;
+  virtual void observe_itl(double seconds) = 0;
+};
+
+class Engine {
+ public:
+  Engine(std::unique_ptr<Backend> backend, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options);
+  ~Engine();  // stops the thread; live requests finish with kAbort
+
+  // Starts the engine thread; it runs one warm-up step, then ready() turns true.
+  void start();
+  void stop();
+  bool ready() const { return ready_.load(); }
+
+  // Any thread. Requests are validated by the caller (ids in the vocabulary, prompt +
+  // max_tokens within the context); the engine still refuses what it cannot run with
+  // an kError finish.
+  void submit(EngineRequest request);
+  // Any thread. The request finishes with kAbort and its blocks are freed at the start
+  // of the next step. Unknown ids are ignored.
+  void cancel(const std::string& request_id);
+
+  const EngineStats& stats() const { return stats_; }
+  KvEventHub& kv_events() { return kv_events_; }
+  void set_latency_observer(LatencyObserver* o) { latency_ = o; }
+
+  const ModelConfig& config() const { return backend_->config(); }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  int32_t block_size() const { return backend_->block_size(); }
+  int32_t num_kv_blocks() const { return backend_->num_kv_blocks(); }
+  const EngineOptions& options() const { return options_; }
+  // Steps run so far (tests count steps, not seconds).
+  int64_t steps() const { return stats_.steps_total.load(); }
+
+ private:
+  class Impl;
+  void run();
+
+  std::unique_ptr<Backend> backend_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  EngineOptions options_;
+  EngineStats stats_;
+  KvEventHub kv_events_;
+  LatencyObserver* latency_ = nullptr;
+  std::unique_ptr<Impl> impl_;
+
+  std::mutex inbox_mu_;
+  std::condition_variable inbox_cv_;
+  std::deque<EngineRequest> submitted_;
+  std::vector<std::string> cancelled_;
+  bool stopping_ = false;
+  std::atomic<bool> ready_{false};
+  std::thread thread_;
+};
+
+}  // namespace sy

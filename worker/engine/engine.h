@@ -3,7 +3,7 @@
 // which enqueue, and through the read-only stats and event hub.
 //
 // Each step the engine drains its inbox, asks the scheduler for a batch plan (running
-// decodes first, then prefill chunks by priority and arrival within the token budget),
+// decodes first, then prefill chunks by priority and arrival within the prefill budget),
 // runs it on the backend, samples, detokenizes, checks stop conditions and reports to
 // each request's sink.
 #pragma once
@@ -26,8 +26,8 @@
 namespace sy {
 
 struct EngineOptions {
-  int32_t max_num_seqs = 16;       // running sequences at most
-  int32_t step_token_budget = 256;  // tokens per step: decodes plus prefill chunks
+  int32_t max_num_seqs = 16;   // running sequences at most
+  int32_t prefill_chunk = 256;  // prompt tokens per step, over all sequences (decodes extra)
   uint64_t model_fingerprint = 0;  // h_{-1} of the prefix block hashes
   bool prefix_caching = true;
 };

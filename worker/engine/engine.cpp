@@ -1,0 +1,223 @@
+#include "worker/engine/engine.h"
+
+#include <algorithm>
+#include <random>
+#include <unordered_map>
+
+#include "common/check.h"
+#include "worker/engine/block_allocator.h"
+#include "worker/engine/kv_cache_manager.h"
+#include "worker/engine/output_processor.h"
+#include "worker/engine/sampler.h"
+#include "worker/engine/scheduler.h"
+
+namespace sy {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+    case FinishReason::kError: return "error";
+  }
+  return "?";
+}
+
+// Engine-thread state.
+class Engine::Impl {
+ public:
+  Impl(Engine& e)
+      : engine(e),
+        kv(e.backend_->num_kv_blocks(), e.options_.prefix_caching, &e.kv_events_),
+        scheduler(kv, e.backend_->block_size(), e.options_.max_num_seqs, e.options_.prefill_chunk, e.options_.model_fingerprint),
+        output(*e.tokenizer_, e.backend_->config().max_context) {}
+
+  Engine& engine;
+  KvCacheManager kv;
+  Scheduler scheduler;
+  OutputProcessor output;
+  std::unordered_map<std::string, std::unique_ptr<Sequence>> live;
+  uint64_t next_arrival = 0;
+  std::mt19937_64 seed_source{std::random_device{}()};
+  std::vector<float> logits;
+
+  void fail(EngineRequest& r, std::string why) {
+    FinishEvent f;
+    f.reason = FinishReason::kError;
+    f.error = std::move(why);
+    f.prompt_tokens = static_cast<int32_t>(r.prompt_ids.size());
+    if (r.sink) r.sink->on_finish(std::move(f));
+  }
+
+  void accept(EngineRequest r) {
+    const ModelConfig& c = engine.backend_->config();
+    if (!r.sink) return;
+    if (r.prompt_ids.empty()) return fail(r, "empty prompt");
+    if (const std::string bad = r.sampling.validate(); !bad.empty()) return fail(r, bad);
+    for (const auto* ids : {&r.prompt_ids, &r.resume_ids})
+      for (int32_t id : *ids)
+        if (id < 0 || id >= c.vocab) return fail(r, "token id " + std::to_string(id) + " is outside the vocabulary");
+    const int64_t total = static_cast<int64_t>(r.prompt_ids.size()) + std::max<int64_t>(r.sampling.max_tokens, static_cast<int64_t>(r.resume_ids.size()));
+    if (total > c.max_context) return fail(r, "prompt + max_tokens exceed the model's context of " + std::to_string(c.max_context));
+    if (blocks_for(total, engine.backend_->block_size()) > kv.num_blocks())
+      return fail(r, "the request needs more KV blocks than the cache has");
+    if (live.count(r.id)) return fail(r, "duplicate request id '" + r.id + "'");
+    const uint64_t seed = r.sampling.seed ? *r.sampling.seed : seed_source();
+    auto s = std::make_unique<Sequence>(std::move(r), next_arrival++, seed, *engine.tokenizer_);
+    s->tokens = s->request.prompt_ids;
+    s->prompt_len = static_cast<int32_t>(s->tokens.size());
+    s->tokens.insert(s->tokens.end(), s->request.resume_ids.begin(), s->request.resume_ids.end());
+    // The other replica sent the resume ids' text; only bytes of a character it could
+    // not finish are still owed.
+    s->decoder.push(s->request.resume_ids);
+    engine.stats_.prompt_tokens_total += s->prompt_len;
+    if (s->num_generated() >= s->request.sampling.max_tokens) {
+      s->cached_tokens = 0;
+      return output.finish(*s, FinishReason::kLength, engine.stats_);
+    }
+    Sequence* raw = s.get();
+    live.emplace(raw->request.id, std::move(s));
+    scheduler.add(raw);
+  }
+
+  void drop(Sequence* s) {
+    scheduler.remove(s);
+    live.erase(s->request.id);
+  }
+
+  void cancel(const std::string& id) {
+    auto it = live.find(id);
+    if (it == live.end()) return;
+    Sequence* s = it->second.get();
+    output.finish(*s, FinishReason::kAbort, engine.stats_);
+    ++engine.stats_.requests_aborted_total;
+    drop(s);
+  }
+
+  // One engine step; false when there was nothing to run.
+  bool step() {
+    StepSchedule sched = scheduler.schedule();
+    engine.stats_.preemptions_total += static_cast<int64_t>(sched.preempted.size());
+    if (sched.empty()) return false;
+    BatchPlan plan;
+    const int32_t bs = engine.backend_->block_size();
+    for (const ScheduledSeq& e : sched.entries) {
+      Sequence* s = e.seq;
+      const std::vector<int32_t> chunk(s->tokens.begin() + s->num_computed, s->tokens.begin() + s->num_computed + e.num_tokens);
+      plan.add_sequence(chunk, s->num_computed, s->blocks, bs, e.sample ? BatchPlan::Logits::kLast : BatchPlan::Logits::kNone);
+    }
+    engine.backend_->forward(plan, logits);
+    scheduler.complete(sched);
+    ++engine.stats_.steps_total;
+
+    const int32_t vocab = engine.backend_->config().vocab;
+    size_t row = 0;
+    std::vector<Sequence*> finished;
+    for (const ScheduledSeq& e : sched.entries) {
+      if (!e.sample) continue;
+      Sequence* s = e.seq;
+      const std::span<const float> row_logits(logits.data() + row * static_cast<size_t>(vocab), static_cast<size_t>(vocab));
+      ++row;
+      const std::span<const int32_t> context(s->tokens);
+      const SampleResult r = sample_token(row_logits, s->request.sampling, s->seed, s->num_generated(), context,
+                                          context.subspan(static_cast<size_t>(s->prompt_len)));
+      if (output.add_token(*s, r, engine.stats_, engine.latency_)) finished.push_back(s);
+    }
+    for (Sequence* s : finished) drop(s);
+    kv.flush_events();
+    return true;
+  }
+
+  void update_gauges() {
+    engine.stats_.requests_running = scheduler.num_running();
+    engine.stats_.requests_waiting = scheduler.num_waiting();
+    engine.stats_.kv_blocks_used = kv.num_used();
+    engine.stats_.kv_blocks_total = kv.num_blocks();
+  }
+
+  void abort_all() {
+    while (!live.empty()) cancel(live.begin()->first);
+  }
+};
+
+Engine::Engine(std::unique_ptr<Backend> backend, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options)
+    : backend_(std::move(backend)), tokenizer_(std::move(tokenizer)), options_(options) {
+  impl_ = std::make_unique<Impl>(*this);
+  impl_->update_gauges();
+}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start() {
+  SY_CHECK(!thread_.joinable());
+  thread_ = std::thread([this] { run(); });
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    stopping_ = true;
+  }
+  inbox_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::submit(EngineRequest request) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    submitted_.push_back(std::move(request));
+  }
+  inbox_cv_.notify_all();
+}
+
+void Engine::cancel(const std::string& request_id) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    cancelled_.push_back(request_id);
+  }
+  inbox_cv_.notify_all();
+}
+
+void Engine::run() {
+  // Warm-up: one real step through the backend before the engine reports ready. Block 0
+  // is written and never read before a later owner overwrites it.
+  {
+    BatchPlan warm;
+    warm.add_sequence({0}, 0, {0}, backend_->block_size(), BatchPlan::Logits::kLast);
+    std::vector<float> logits;
+    backend_->forward(warm, logits);
+  }
+  ready_ = true;
+  for (;;) {
+    std::deque<EngineRequest> submitted;
+    std::vector<std::string> cancelled;
+    {
+      std::unique_lock<std::mutex> lock(inbox_mu_);
+      inbox_cv_.wait(lock, [&] { return stopping_ || !submitted_.empty() || !cancelled_.empty() || !impl_->scheduler.idle(); });
+      if (stopping_) break;
+      submitted.swap(submitted_);
+      cancelled.swap(cancelled_);
+    }
+    for (auto& r : submitted) impl_->accept(std::move(r));
+    for (const auto& id : cancelled) impl_->cancel(id);
+    if (!impl_->step() && !impl_->scheduler.idle()) {
+      // Work is waiting but none could be scheduled (it cannot happen with an idle
+      // cache); do not spin.
+      std::unique_lock<std::mutex> lock(inbox_mu_);
+      inbox_cv_.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    impl_->kv.flush_events();
+    impl_->update_gauges();
+  }
+  // Requests submitted but never accepted also get their finish.
+  std::deque<EngineRequest> left;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    left.swap(submitted_);
+  }
+  for (auto& r : left) impl_->fail(r, "the engine is shutting down");
+  impl_->abort_all();
+  impl_->update_gauges();
+}
+
+}  // namespace sy

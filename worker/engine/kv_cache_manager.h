@@ -1,0 +1,71 @@
+// KV cache blocks with a prefix cache. A block is free, in use by one or more sequences
+// (reference counted), or cached: unused but still holding the KV of a full block whose
+// prefix hash is known, kept until its memory is needed (least recently released is
+// evicted first). Sequences with the same prefix share its cached blocks.
+//
+// Owned by the engine thread. Changes to the set of cached hashes are collected and
+// published to the KvEventHub once per step (flush_events).
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "worker/engine/kv_events.h"
+
+namespace sy {
+
+class KvCacheManager {
+ public:
+  // `hub` may be null (no events).
+  KvCacheManager(int32_t num_blocks, bool prefix_caching, KvEventHub* hub);
+
+  int32_t num_blocks() const { return num_blocks_; }
+  // Blocks that allocate() can hand out: free ones plus evictable cached ones.
+  int32_t num_available() const { return static_cast<int32_t>(free_.size() + lru_.size()); }
+  int32_t num_used() const { return num_blocks_ - num_available(); }
+  int32_t num_cached() const { return static_cast<int32_t>(by_hash_.size()); }
+
+  // Takes a reference on the cached blocks of the longest prefix of `hashes` and
+  // appends them to `blocks`; returns how many.
+  int32_t match_prefix(const std::vector<uint64_t>& hashes, std::vector<int32_t>& blocks);
+
+  // Appends n fresh blocks (reference count 1), evicting cached blocks as needed; false
+  // (and nothing taken) when fewer than n are available.
+  bool allocate(int32_t n, std::vector<int32_t>& blocks);
+
+  // Marks a block that is in use as full, holding the prefix with this hash, so that
+  // later requests can share it. A hash already held by another block is left there.
+  void register_full_block(int32_t block, uint64_t hash);
+
+  // Drops one reference on each block; a block whose count reaches zero becomes cached
+  // (if it has a hash) or free.
+  void release(const std::vector<int32_t>& blocks);
+
+  // Publishes the hashes stored and removed since the last flush.
+  void flush_events();
+
+ private:
+  struct Block {
+    int32_t refs = 0;
+    bool hashed = false;
+    uint64_t hash = 0;
+    std::list<int32_t>::iterator lru_pos;  // valid while cached (refs == 0 && hashed)
+  };
+  void evict(int32_t block);
+
+  int32_t num_blocks_;
+  bool prefix_caching_;
+  KvEventHub* hub_;
+  std::vector<Block> blocks_;
+  std::vector<int32_t> free_;        // no reference, no hash
+  std::list<int32_t> lru_;           // cached, least recently released first
+  std::unordered_map<uint64_t, int32_t> by_hash_;
+  void note(KvEvent::Type type, uint64_t hash);
+  // Changes since the last flush, in order, as runs of one type.
+  std::vector<std::pair<KvEvent::Type, std::vector<uint64_t>>> pending_;
+};
+
+}  // namespace sy

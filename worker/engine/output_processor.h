@@ -1,0 +1,34 @@
+// Turns sampled tokens into what a request's sink receives: detokenized text (never a
+// broken character), stop tokens and stop strings (text ends before the first match;
+// text that may begin a stop string is held back until it cannot), length limits,
+// logprobs, usage, and latency observations. Engine thread only.
+#pragma once
+
+#include <string>
+
+#include "common/tokenizer/tokenizer.h"
+#include "worker/engine/engine.h"
+#include "worker/engine/sampler.h"
+#include "worker/engine/sequence.h"
+
+namespace sy {
+
+class OutputProcessor {
+ public:
+  OutputProcessor(const Tokenizer& tokenizer, int32_t max_context) : tokenizer_(tokenizer), max_context_(max_context) {}
+
+  // Reports a sampled token; true when the sequence finished with it (the caller then
+  // removes it from the scheduler).
+  bool add_token(Sequence& s, const SampleResult& r, EngineStats& stats, LatencyObserver* latency);
+
+  // Sends the finish event: held-back text, usage, the reason.
+  void finish(Sequence& s, FinishReason reason, EngineStats& stats, std::string matched_stop = {}, int32_t extra_tokens = 0);
+
+ private:
+  void observe_token_time(Sequence& s, EngineStats& stats, LatencyObserver* latency);
+
+  const Tokenizer& tokenizer_;
+  int32_t max_context_;
+};
+
+}  // namespace sy

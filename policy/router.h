@@ -1,0 +1,53 @@
+// Choosing the replica for a request. Policies share one interface, one file each:
+// prefix-aware (predicted TTFT with bounded load), round-robin and least-loaded (for
+// comparison). The caller fills each replica's state, including how many of the
+// prompt's blocks it already holds (from the prefix indices).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "policy/clock.h"
+
+namespace sy::policy {
+
+struct ReplicaState {
+  uint64_t id_hash = 0;        // stable identity of the replica (hash of its id)
+  bool available = false;      // ready, not draining, not ejected
+  int32_t in_flight = 0;       // requests sent to it and not finished
+  int32_t capacity = 1;        // concurrent requests it accepts (its max_num_seqs)
+  int64_t pending_prefill_tokens = 0;  // uncached prompt tokens sent and not yet prefilled
+  double prefill_s_per_token = 1e-3;   // measured cost of one uncached prompt token
+  int32_t matched_blocks = 0;  // leading blocks of this prompt it holds
+};
+
+struct RouteRequest {
+  uint64_t affinity_key = 0;   // the prompt's first full-block hash (or a hash of its start)
+  int32_t prompt_tokens = 0;
+  int32_t block_size = 16;
+};
+
+class Router {
+ public:
+  virtual ~Router() = default;
+  virtual const char* name() const = 0;
+  // Index into `replicas` of the chosen one, or nullopt when none is available.
+  virtual std::optional<size_t> choose(const RouteRequest& req, std::span<const ReplicaState> replicas) = 0;
+};
+
+struct RouterOptions {
+  double load_bound = 1.25;      // a replica takes at most load_bound × the mean load (+1)
+  double tie_tolerance_s = 0.002;  // predicted TTFTs this close count as equal
+};
+
+// "prefix" (default), "round_robin", "least_loaded". Throws std::invalid_argument.
+std::unique_ptr<Router> make_router(const std::string& name, const RouterOptions& options, Random& random);
+
+// Rendezvous (highest-random-weight) score of a key on a replica: removing a replica
+// moves only the keys whose highest score was on it.
+uint64_t rendezvous_score(uint64_t key, uint64_t replica_id_hash);
+
+}  // namespace sy::policy

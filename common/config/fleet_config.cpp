@@ -1,0 +1,197 @@
+#include "common/config/fleet_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <set>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace sy {
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(std::string label) : label_(std::move(label)) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw std::runtime_error(label_ + ": " + field + ": " + what);
+  }
+
+  template <typename T>
+  void get(const YAML::Node& node, const std::string& key, const std::string& path, T& out) const {
+    const YAML::Node v = node[key];
+    if (!v) return;
+    try {
+      out = v.as<T>();
+    } catch (const YAML::Exception&) {
+      fail(path + key, "has the wrong type");
+    }
+  }
+
+  // Every key of `node` must be one of `known`: a typo is an error, not a silent default.
+  void only(const YAML::Node& node, const std::string& path, std::initializer_list<const char*> known) const {
+    if (!node) return;
+    if (!node.IsMap()) fail(path.empty() ? "top level" : path.substr(0, path.size() - 1), "must be a mapping");
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      const std::string k = kv.first.as<std::string>();
+      if (!seen.insert(k).second) fail(path + k, "appears twice");
+      bool ok = false;
+      for (const char* kn : known) ok = ok || k == kn;
+      if (!ok) fail(path + k, "unknown field");
+    }
+  }
+
+ private:
+  std::string label_;
+};
+
+}  // namespace
+
+FleetConfig FleetConfig::parse(const std::string& text, const std::string& label) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw std::runtime_error(label + ": invalid YAML: " + e.what());
+  }
+  Reader r(label);
+  FleetConfig c;
+  r.only(root, "", {"model", "served_model_name", "listen", "admin_listen", "devices", "modes", "default_mode", "worker", "startup",
+                   "routing", "queues", "limits", "api_keys", "admin_key", "mode_controller"});
+  r.get(root, "model", "", c.model);
+  r.get(root, "served_model_name", "", c.served_model_name);
+  r.get(root, "listen", "", c.listen);
+  r.get(root, "admin_listen", "", c.admin_listen);
+  if (root["devices"]) {
+    c.devices.clear();
+    if (!root["devices"].IsSequence()) r.fail("devices", "must be a list (\"cpu\" or GPU ids)");
+    for (const auto& d : root["devices"]) c.devices.push_back(d.as<std::string>());
+  }
+  if (const YAML::Node modes = root["modes"]) {
+    if (!modes.IsMap()) r.fail("modes", "must be a mapping of mode names");
+    for (const auto& kv : modes) {
+      ModeConfig m;
+      m.name = kv.first.as<std::string>();
+      const std::string p = "modes." + m.name + ".";
+      r.only(kv.second, p, {"replicas", "devices_per_replica", "parallel"});
+      r.get(kv.second, "replicas", p, m.replicas);
+      r.get(kv.second, "devices_per_replica", p, m.devices_per_replica);
+      r.get(kv.second, "parallel", p, m.parallel);
+      c.modes[m.name] = m;
+    }
+  }
+  r.get(root, "default_mode", "", c.default_mode);
+  if (const YAML::Node w = root["worker"]) {
+    r.only(w, "worker.", {"binary", "max_num_seqs", "kv_blocks", "kv_memory_gb", "prefill_chunk", "block_size", "cpu_threads", "extra_args"});
+    r.get(w, "binary", "worker.", c.worker.binary);
+    r.get(w, "max_num_seqs", "worker.", c.worker.max_num_seqs);
+    r.get(w, "kv_blocks", "worker.", c.worker.kv_blocks);
+    r.get(w, "kv_memory_gb", "worker.", c.worker.kv_memory_gb);
+    r.get(w, "prefill_chunk", "worker.", c.worker.prefill_chunk);
+    r.get(w, "block_size", "worker.", c.worker.block_size);
+    r.get(w, "cpu_threads", "worker.", c.worker.cpu_threads);
+    r.get(w, "extra_args", "worker.", c.worker.extra_args);
+  }
+  if (const YAML::Node s = root["startup"]) {
+    r.only(s, "startup.", {"stagger_s", "max_parallel_loads", "ready_timeout_s", "restart_backoff_initial_s", "restart_backoff_max_s"});
+    r.get(s, "stagger_s", "startup.", c.startup.stagger_s);
+    r.get(s, "max_parallel_loads", "startup.", c.startup.max_parallel_loads);
+    r.get(s, "ready_timeout_s", "startup.", c.startup.ready_timeout_s);
+    r.get(s, "restart_backoff_initial_s", "startup.", c.startup.restart_backoff_initial_s);
+    r.get(s, "restart_backoff_max_s", "startup.", c.startup.restart_backoff_max_s);
+  }
+  if (const YAML::Node s = root["routing"]) {
+    r.only(s, "routing.", {"policy", "load_bound", "approx_index_capacity"});
+    r.get(s, "policy", "routing.", c.routing.policy);
+    r.get(s, "load_bound", "routing.", c.routing.load_bound);
+    r.get(s, "approx_index_capacity", "routing.", c.routing.approx_index_capacity);
+  }
+  if (const YAML::Node s = root["queues"]) {
+    r.only(s, "queues.", {"interactive", "standard", "batch", "aging_s", "quantum_tokens"});
+    r.get(s, "interactive", "queues.", c.queues.interactive);
+    r.get(s, "standard", "queues.", c.queues.standard);
+    r.get(s, "batch", "queues.", c.queues.batch);
+    r.get(s, "aging_s", "queues.", c.queues.aging_s);
+    r.get(s, "quantum_tokens", "queues.", c.queues.quantum_tokens);
+  }
+  if (const YAML::Node s = root["limits"]) {
+    r.only(s, "limits.", {"max_header_bytes", "max_body_bytes", "max_connections", "header_timeout_s", "idle_timeout_s", "max_tokens_default"});
+    r.get(s, "max_header_bytes", "limits.", c.limits.max_header_bytes);
+    r.get(s, "max_body_bytes", "limits.", c.limits.max_body_bytes);
+    r.get(s, "max_connections", "limits.", c.limits.max_connections);
+    r.get(s, "header_timeout_s", "limits.", c.limits.header_timeout_s);
+    r.get(s, "idle_timeout_s", "limits.", c.limits.idle_timeout_s);
+    r.get(s, "max_tokens_default", "limits.", c.limits.max_tokens_default);
+  }
+  r.get(root, "api_keys", "", c.api_keys);
+  r.get(root, "admin_key", "", c.admin_key);
+  r.get(root, "mode_controller", "", c.mode_controller);
+  if (c.served_model_name.empty()) c.served_model_name = std::filesystem::path(c.model).stem().string();
+  c.validate(label);
+  return c;
+}
+
+FleetConfig FleetConfig::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse(ss.str(), path);
+}
+
+void FleetConfig::validate(const std::string& label) const {
+  auto fail = [&](const std::string& field, const std::string& what) { throw std::runtime_error(label + ": " + field + ": " + what); };
+  if (model.empty()) fail("model", "is required (a GGUF file or a Hugging Face directory)");
+  if (devices.empty()) fail("devices", "needs at least one device");
+  const bool cpu = devices.size() == 1 && devices[0] == "cpu";
+  for (const auto& d : devices)
+    if (d == "cpu" && !cpu) fail("devices", "\"cpu\" cannot be mixed with GPU ids");
+  if (modes.empty()) fail("modes", "needs at least one mode");
+  if (!modes.count(default_mode)) fail("default_mode", "'" + default_mode + "' is not one of the modes");
+  for (const auto& [name, m] : modes) {
+    if (m.replicas < 1 || m.replicas > 64) fail("modes." + name + ".replicas", "must be 1 to 64");
+    if (m.devices_per_replica < 1) fail("modes." + name + ".devices_per_replica", "must be at least 1");
+    if (m.parallel != "tp" && m.parallel != "pcp") fail("modes." + name + ".parallel", "must be tp or pcp");
+    if (!cpu && m.replicas * m.devices_per_replica > static_cast<int32_t>(devices.size()))
+      fail("modes." + name, std::to_string(m.replicas) + " replicas × " + std::to_string(m.devices_per_replica) +
+                                " devices need more than the " + std::to_string(devices.size()) + " devices listed");
+  }
+  if (worker.max_num_seqs < 1 || worker.max_num_seqs > 4096) fail("worker.max_num_seqs", "must be 1 to 4096");
+  if (worker.prefill_chunk < 1) fail("worker.prefill_chunk", "must be positive");
+  if (worker.block_size < 1 || worker.block_size > 1024) fail("worker.block_size", "must be 1 to 1024");
+  if (worker.kv_blocks < 0 || !(worker.kv_memory_gb > 0)) fail("worker", "kv_blocks must be >= 0 and kv_memory_gb > 0");
+  if (startup.stagger_s < 0 || startup.max_parallel_loads < 1 || !(startup.ready_timeout_s > 0)) fail("startup", "stagger_s >= 0, max_parallel_loads >= 1, ready_timeout_s > 0");
+  if (routing.policy != "prefix" && routing.policy != "round_robin" && routing.policy != "least_loaded")
+    fail("routing.policy", "must be prefix, round_robin or least_loaded");
+  if (!(routing.load_bound >= 1.0)) fail("routing.load_bound", "must be >= 1");
+  if (limits.max_header_bytes < 1024 || limits.max_body_bytes < 1024) fail("limits", "header and body limits must be at least 1 KiB");
+  for (const auto& [field, address] : {std::pair<const char*, const std::string&>{"listen", listen}, {"admin_listen", admin_listen}}) {
+    try {
+      split_host_port(address);
+    } catch (const std::runtime_error& e) {
+      fail(field, e.what());
+    }
+  }
+}
+
+std::pair<std::string, uint16_t> split_host_port(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) throw std::runtime_error("address '" + address + "' is not host:port");
+  const std::string port = address.substr(colon + 1);
+  int p = -1;
+  try {
+    size_t used = 0;
+    p = std::stoi(port, &used);
+    if (used != port.size()) p = -1;
+  } catch (const std::exception&) {
+  }
+  if (p < 0 || p > 65535) throw std::runtime_error("address '" + address + "' has no valid port");
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return {host, static_cast<uint16_t>(p)};
+}
+
+}  // namespace sy

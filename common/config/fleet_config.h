@@ -1,0 +1,90 @@
+// The fleet description the gateway runs (replicas.yaml): the model, the devices, the
+// capacity modes, startup pacing, routing, queues, limits, listen addresses and keys.
+// Documented field by field in docs/CONFIG.md. Command-line flags override fields after
+// loading.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sy {
+
+struct ModeConfig {
+  std::string name;            // "throughput", "latency"
+  int32_t replicas = 1;        // worker processes
+  int32_t devices_per_replica = 1;
+  std::string parallel = "tp";  // how a multi-device replica splits work: "tp" or "pcp"
+};
+
+struct WorkerConfig {
+  std::string binary = "build/bin/switchyard-worker";
+  int32_t max_num_seqs = 8;
+  int32_t kv_blocks = 0;         // 0: from kv_memory_gb
+  double kv_memory_gb = 1.0;
+  int32_t prefill_chunk = 256;
+  int32_t block_size = 16;
+  int32_t cpu_threads = 0;       // per CPU replica; 0: the host's cores divided among replicas
+  std::vector<std::string> extra_args;
+};
+
+struct StartupConfig {
+  double stagger_s = 2.0;          // after a worker is ready, before the next one starts
+  int32_t max_parallel_loads = 1;  // workers loading at once
+  double ready_timeout_s = 300.0;
+  double restart_backoff_initial_s = 1.0;
+  double restart_backoff_max_s = 30.0;
+};
+
+struct RoutingConfig {
+  std::string policy = "prefix";  // prefix | round_robin | least_loaded
+  double load_bound = 1.25;
+  size_t approx_index_capacity = 100000;
+};
+
+struct QueueConfig {
+  size_t interactive = 256, standard = 1024, batch = 4096;
+  double aging_s = 10.0;
+  int64_t quantum_tokens = 2048;
+};
+
+struct LimitsConfig {
+  size_t max_header_bytes = 16 * 1024;
+  size_t max_body_bytes = 4 * 1024 * 1024;
+  int32_t max_connections = 1024;
+  double header_timeout_s = 15.0;
+  double idle_timeout_s = 60.0;
+  int32_t max_tokens_default = 256;
+};
+
+struct FleetConfig {
+  std::string model;                // GGUF file or Hugging Face directory
+  std::string served_model_name;    // the `model` clients name; default: the file's stem
+  std::string listen = "127.0.0.1:8080";
+  std::string admin_listen = "127.0.0.1:8081";  // admin routes: loopback unless configured
+  std::vector<std::string> devices = {"cpu"};    // "cpu" or GPU ids ("0", "1", ...)
+  std::map<std::string, ModeConfig> modes;
+  std::string default_mode = "throughput";
+  WorkerConfig worker;
+  StartupConfig startup;
+  RoutingConfig routing;
+  QueueConfig queues;
+  LimitsConfig limits;
+  std::vector<std::string> api_keys;  // empty: no key needed
+  std::string admin_key;              // empty: admin routes need no key (loopback only)
+  bool mode_controller = false;
+
+  // Loads and validates; throws std::runtime_error naming the file, the field and the
+  // problem. Relative paths (model, worker.binary) are resolved against `base_dir`
+  // when given, else kept as written.
+  static FleetConfig load(const std::string& path);
+  static FleetConfig parse(const std::string& yaml_text, const std::string& label);
+  // Checks cross-field rules (modes fit the devices, the default mode exists, ...).
+  void validate(const std::string& label) const;
+};
+
+// "host:port" → parts; throws std::runtime_error on a malformed address.
+std::pair<std::string, uint16_t> split_host_port(const std::string& address);
+
+}  // namespace sy

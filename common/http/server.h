@@ -1,0 +1,166 @@
+// An HTTP/1.1 server on Boost.Beast for the worker and the gateway: a listener on
+// host:port (port 0: the OS chooses; port() reports it), one session per connection on
+// its own strand, keep-alive, limits (header bytes → 431, body bytes → 413, header,
+// body, idle and write timeouts, connections), a router, plain and streaming responses,
+// and notice of a client that goes away while its request is being served.
+//
+// The server runs on an io_context the caller owns and runs (on any number of threads);
+// it starts no threads of its own. Handlers run on the connection's strand and may
+// complete from any thread: every Exchange method is thread-safe and hands the work to
+// that strand.
+//
+// One request is served at a time per connection (HTTP/1.1 answers in order anyway).
+// While a handler works, the session keeps waiting for the socket to become readable:
+// EOF or a reset means the client is gone, and the exchange's cancel callback runs so
+// the handler can stop the work. Bytes that arrive meanwhile (a pipelined request) are
+// kept, up to ServerOptions::max_read_ahead, and served next.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/protocol/api_error.h"
+
+namespace sy::http {
+
+namespace bhttp = boost::beast::http;
+
+using Request = bhttp::request<bhttp::string_body>;
+using Response = bhttp::response<bhttp::string_body>;
+using Status = bhttp::status;
+using Verb = bhttp::verb;
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0: chosen by the OS
+  size_t header_limit = 16 * 1024;       // request line + headers; above: 431
+  size_t body_limit = 4 * 1024 * 1024;   // above: 413
+  // From the first byte of a request to the end of its headers (slow-header clients).
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds body_timeout{30'000};
+  // Between requests on a kept-alive connection (also before the first request).
+  std::chrono::milliseconds idle_timeout{60'000};
+  // One write to the client; a reader that stalls longer loses the connection.
+  std::chrono::milliseconds write_timeout{30'000};
+  size_t max_connections = 4096;  // beyond: 503 and close
+  // Streamed bytes queued for a connection whose client reads slower than the response
+  // is produced; beyond this the connection is dropped (and the request cancelled).
+  size_t max_stream_queue = 8 * 1024 * 1024;
+  // Bytes read ahead while a handler works (a pipelined request); beyond this the
+  // session stops reading until the response is done.
+  size_t max_read_ahead = 64 * 1024;
+  std::string server_name = "switchyard";
+  // Unexpected network errors (not EOF, resets or timeouts); null: silent.
+  std::function<void(const std::string&)> log;
+};
+
+class Session;
+
+// One request and its response. Handlers receive it as a shared_ptr and keep it for as
+// long as the response is being produced; dropping the last reference without a
+// response sends 500. All methods are thread-safe.
+class Exchange : public std::enable_shared_from_this<Exchange> {
+ public:
+  Exchange(std::shared_ptr<Session> session, uint64_t seq, Request request);
+  ~Exchange();
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  const Request& request() const { return request_; }
+  std::string_view path() const;   // the target without its query
+  std::string_view query() const;  // after '?', or empty
+  // The connection's strand: timers and completions of this request's work may run there.
+  boost::asio::any_io_executor executor() const;
+
+  // A complete response. Only the first respond() or start_stream() counts.
+  void respond(Response response);
+  void respond(Status status, std::string content_type, std::string body);
+  void respond_json(Status status, std::string json_text);
+  void respond_error(const ApiError& error);
+
+  // A streamed response: the status and headers now, then each write() as it comes
+  // (chunked transfer encoding), then finish(). For text/event-stream the server also
+  // sets Cache-Control: no-cache.
+  void start_stream(Status status = Status::ok, std::string content_type = "text/event-stream");
+  // Queues bytes; false when they will never reach the client (gone, or the stream's
+  // queue overflowed, which drops the connection).
+  bool write(std::string data);
+  void finish();
+
+  // `on_cancel` runs once, on the connection's strand, if the client goes away before
+  // the response is complete; at once if it already has. Never after the response is
+  // complete.
+  void on_cancel(std::function<void()> on_cancel);
+  bool cancelled() const { return cancelled_.load(); }
+
+ private:
+  friend class Session;
+  std::shared_ptr<Session> session_;
+  const uint64_t seq_;  // which request of the connection this is
+  Request request_;
+  std::atomic<bool> answered_{false};
+  std::atomic<bool> cancelled_{false};
+};
+
+using Handler = std::function<void(std::shared_ptr<Exchange>)>;
+
+// Method + exact path → handler. A known path with another method is 405, an unknown
+// path 404, both with an OpenAI-style error body.
+class Router {
+ public:
+  void add(Verb method, std::string path, Handler handler);
+  // The handler, or null with `status` set to 404 or 405.
+  const Handler* find(Verb method, std::string_view path, Status& status) const;
+
+ private:
+  struct Route {
+    Verb method;
+    std::string path;
+    Handler handler;
+  };
+  std::vector<Route> routes_;
+};
+
+class HttpServer {
+ public:
+  HttpServer(boost::asio::io_context& ioc, ServerOptions options, Router router);
+  ~HttpServer();  // closes every connection
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts accepting. A bind failure is a startup error: its message, or ""
+  // when listening.
+  std::string start();
+  uint16_t port() const { return port_; }
+  const ServerOptions& options() const;
+
+  // Graceful stop, from any thread: no new connections; idle connections close; a
+  // request in progress completes and then its connection closes.
+  void stop();
+  // Closes every connection now (after stop(), once the drain time is over); requests
+  // in progress see their client gone.
+  void close_all();
+  // Open connections.
+  size_t connections() const;
+
+ private:
+  struct State;
+  class Listener;
+  boost::asio::io_context& ioc_;
+  std::shared_ptr<State> state_;
+  std::shared_ptr<Listener> listener_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace sy::http

@@ -9,8 +9,9 @@ namespace {
 
 using nlohmann::json;
 
-// Plain English prose, so that generated prompts tokenize the way real text does
-// (about four characters a token for BPE vocabularies trained on English).
+// Plain English prose, so that generated prompts tokenize the way real text does.
+// Llama 3's and Qwen3's tokenizers both make 281 tokens of this text's 1,337 characters.
+constexpr double kCharsPerToken = 4.75;
 constexpr const char* kProse =
     "Every harbor keeps two clocks. One is the clock on the wall of the harbor office, which "
     "tells the pilots when the morning ferry is due and when the fish market opens. The other "
@@ -93,8 +94,7 @@ WorkItem Workload::item(int64_t index) const {
   // The request number comes first: a distinct first token makes every block hash of
   // the prompt distinct, so each request pays for its whole prefill.
   std::string text = "Request " + std::to_string(index) + ". ";
-  constexpr size_t kCharsPerToken = 4;
-  const size_t want = static_cast<size_t>(generated_tokens_) * kCharsPerToken;
+  const size_t want = static_cast<size_t>(static_cast<double>(generated_tokens_) * kCharsPerToken);
   text += english_text(want > text.size() ? want - text.size() : 1);
   WorkItem item;
   item.endpoint = generated_endpoint_;

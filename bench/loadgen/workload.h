@@ -35,7 +35,7 @@ class Workload {
   // an optional positive "max_tokens". Blank lines are skipped. Throws
   // std::runtime_error naming the line on anything else.
   static Workload from_file(const std::string& path);
-  // Prompts of about `prompt_tokens` tokens of English prose (about 4 characters a token),
+  // Prompts of about `prompt_tokens` tokens of English prose (4.75 characters a token),
   // each starting with its request number.
   static Workload generated(int64_t prompt_tokens, Endpoint endpoint);
 

@@ -74,8 +74,8 @@ TEST(GeneratedWorkload, UniqueEnglishPromptsOfAboutTheLength) {
   EXPECT_NE(a, b);
   EXPECT_EQ(a.rfind("Request 0. ", 0), 0u);
   EXPECT_EQ(b.rfind("Request 1. ", 0), 0u);
-  EXPECT_GE(a.size(), 2000u);  // about 4 characters a token
-  EXPECT_LT(a.size(), 2100u);
+  EXPECT_GE(a.size(), 2375u);  // 4.75 characters a token
+  EXPECT_LT(a.size(), 2475u);
   EXPECT_NE(a.back(), ' ');
   const Workload chat = Workload::generated(10, Endpoint::kChat);
   const WorkItem c = chat.item(3);

@@ -93,8 +93,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   // (chunked transfer encoding), then finish(). For text/event-stream the server also
   // sets Cache-Control: no-cache.
   void start_stream(Status status = Status::ok, std::string content_type = "text/event-stream");
-  // Queues bytes; false when they will never reach the client (gone, or the stream's
-  // queue overflowed, which drops the connection).
+  // Queues bytes; false when they will never reach the client (gone, the stream's
+  // queue overflowed, which drops the connection, or finish() was called).
   bool write(std::string data);
   void finish();
 
@@ -110,6 +110,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   const uint64_t seq_;  // which request of the connection this is
   Request request_;
   std::atomic<bool> answered_{false};
+  std::atomic<bool> finished_{false};
   std::atomic<bool> cancelled_{false};
 };
 

@@ -493,11 +493,14 @@ void Exchange::start_stream(Status status, std::string content_type) {
 }
 
 bool Exchange::write(std::string data) {
-  if (cancelled_.load()) return false;
+  if (cancelled_.load() || finished_.load()) return false;
   return session_->post_write(seq_, std::move(data));
 }
 
-void Exchange::finish() { session_->post_finish(seq_); }
+void Exchange::finish() {
+  if (finished_.exchange(true)) return;
+  session_->post_finish(seq_);
+}
 
 void Exchange::on_cancel(std::function<void()> on_cancel) { session_->post_on_cancel(seq_, std::move(on_cancel)); }
 

@@ -13,5 +13,6 @@ int run_chat(const std::vector<std::string>& args);
 int run_eval(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);
 int run_make_model(const std::vector<std::string>& args);
+int run_serve(const std::vector<std::string>& args);  // serve.cpp
 
 }  // namespace sy::cli

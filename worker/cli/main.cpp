@@ -22,7 +22,10 @@ const char kUsage[] =
     "  generate   --model M (--prompt T | --prompt-ids 1,2,3 | --messages FILE.json [--no-thinking])\n"
     "             --max-tokens N [--temperature 0] [--json] [--ignore-eos] [--prefill-chunk N]\n"
     "  make-model --arch qwen3|llama|qwen2 --preset NAME --tokenizer-from GGUF_OR_TOKENIZER_JSON\n"
-    "             --out F.gguf [--dtype bf16|f16|f32|q8_0] [--seed N]\n";
+    "             --out F.gguf [--dtype bf16|f16|f32|q8_0] [--seed N]\n"
+    "  serve      --model M [--host 127.0.0.1] [--port 8000] [--boot-id ID] [--max-num-seqs 16]\n"
+    "             [--kv-blocks N | --kv-memory-gb X] [--prefill-chunk 256] [--block-size 16]\n"
+    "             [--served-model-name NAME] [--http-threads 2] [--no-prefix-caching]\n";
 
 }  // namespace
 
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
     if (command == "eval") return sy::cli::run_eval(rest);
     if (command == "generate") return sy::cli::run_generate(rest);
     if (command == "make-model") return sy::cli::run_make_model(rest);
+    if (command == "serve") return sy::cli::run_serve(rest);
     std::fprintf(stderr, "error: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const sy::cli::UsageError& e) {

@@ -441,11 +441,15 @@ TEST(WorkerServerShutdown, SigtermEndsStreamsInFlightWithAnErrorAndExitsCleanly)
               json{{"prompt", "Once"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump());
   std::vector<http::SseEvent> evs;
   ASSERT_TRUE(s.next(evs));
+  SseStream kv(w.port(), "GET", "/internal/kv-events");
+  ASSERT_TRUE(kv.next(evs));  // the snapshot
   auto code = std::async(std::launch::async, [&] { return w.terminate(); });
   std::vector<http::SseEvent> rest = s.rest();
   ASSERT_FALSE(rest.empty());
   EXPECT_EQ(rest.back().type, "error") << rest.back().data;  // not a clean [DONE]
   for (const auto& e : rest) EXPECT_NE(e.data, "[DONE]");
+  kv.rest();
+  EXPECT_TRUE(kv.complete());  // the event stream was ended, not cut
   EXPECT_EQ(code.get(), 0);
 }
 

@@ -73,7 +73,7 @@ std::optional<ApiError> check_ids(const std::vector<int32_t>& ids, int32_t vocab
 // One subscriber of the KV event hub: drains it on the connection's strand whenever the
 // engine publishes, and pings while nothing happens so that either side notices a dead
 // peer.
-class KvStream : public std::enable_shared_from_this<KvStream> {
+class KvStream : public KvStreamHandle, public std::enable_shared_from_this<KvStream> {
  public:
   KvStream(Engine& engine, std::shared_ptr<http::Exchange> ex) : engine_(engine), ex_(std::move(ex)), ping_(ex_->executor()) {}
 
@@ -89,6 +89,13 @@ class KvStream : public std::enable_shared_from_this<KvStream> {
     ex_->on_cancel([self = shared_from_this()] { self->stop(); });
     drain();  // the snapshot
     arm_ping();
+  }
+
+  void close() override {
+    boost::asio::post(ex_->executor(), [self = shared_from_this()] {
+      self->ex_->finish();
+      self->stop();
+    });
   }
 
  private:
@@ -166,13 +173,15 @@ void handle_internal_generate(std::shared_ptr<WorkerServer::Shared> s, std::shar
 void handle_kv_events(std::shared_ptr<WorkerServer::Shared> s, std::shared_ptr<http::Exchange> ex) {
   s->requests_total[WorkerServer::Shared::kKvEvents]->inc();
   if (s->stopping.load()) return ex->respond_error(ApiError::unavailable("the worker is shutting down", "shutting_down"));
+  ex->start_stream();
+  auto stream = std::make_shared<KvStream>(s->engine, ex);
   {
     std::lock_guard<std::mutex> lock(s->mu);
-    std::erase_if(s->kv_streams, [](const std::weak_ptr<http::Exchange>& w) { return w.expired(); });
-    s->kv_streams.push_back(ex);
+    std::erase_if(s->kv_streams, [](const std::weak_ptr<KvStreamHandle>& w) { return w.expired(); });
+    s->kv_streams.push_back(stream);
   }
-  ex->start_stream();
-  std::make_shared<KvStream>(s->engine, ex)->start();
+  stream->start();
+  if (s->stopping.load()) stream->close();  // shutdown() may have missed it
 }
 
 }  // namespace sy

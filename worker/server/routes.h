@@ -14,6 +14,13 @@
 
 namespace sy {
 
+// An open /internal/kv-events stream, so that shutdown can end it.
+class KvStreamHandle {
+ public:
+  virtual ~KvStreamHandle() = default;
+  virtual void close() = 0;  // any thread
+};
+
 struct WorkerServer::Shared {
   Engine& engine;
   std::shared_ptr<const ChatTemplate> chat_template;
@@ -27,7 +34,7 @@ struct WorkerServer::Shared {
   // would hit both).
   std::mutex mu;
   std::unordered_set<std::string> live_ids;
-  std::vector<std::weak_ptr<http::Exchange>> kv_streams;  // ended by shutdown()
+  std::vector<std::weak_ptr<KvStreamHandle>> kv_streams;  // ended by shutdown()
 
   Shared(Engine& e, std::shared_ptr<const ChatTemplate> t, WorkerServerOptions o, ModelLimits l)
       : engine(e), chat_template(std::move(t)), options(std::move(o)), limits(l) {}

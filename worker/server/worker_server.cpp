@@ -125,13 +125,13 @@ http::Router WorkerServer::router() {
 
 void WorkerServer::shutdown() {
   shared_->stopping.store(true);
-  std::vector<std::weak_ptr<http::Exchange>> streams;
+  std::vector<std::weak_ptr<KvStreamHandle>> streams;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
     streams.swap(shared_->kv_streams);
   }
   for (auto& w : streams)
-    if (auto ex = w.lock()) ex->finish();
+    if (auto k = w.lock()) k->close();
 }
 
 void WorkerServer::handle_health(std::shared_ptr<http::Exchange> ex) { ex->respond_json(http::Status::ok, R"({"status":"ok"})"); }

@@ -13,7 +13,7 @@ ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
 fuzz_seconds=${FUZZ_SECONDS:-60}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSWITCHYARD_FUZZ=ON -DSWITCHYARD_CUDA=OFF -DBUILD_TESTING=ON >/dev/null
-targets=(sy_fuzz_gguf)
+targets=(sy_fuzz_gguf sy_fuzz_openai_request)
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
 for t in "${targets[@]}"; do
   corpus=$(mktemp -d)

@@ -20,13 +20,16 @@ constexpr const char* kUserAgent = "switchyard-bench";
 constexpr uint64_t kBodyLimit = uint64_t{1} << 32;
 constexpr size_t kErrorBodyBytes = 2048;
 
-ErrorKind kind_of(beast::error_code ec) { return ec == beast::error::timeout ? ErrorKind::kTimeout : ErrorKind::kConnect; }
+ErrorKind kind_of(beast::error_code ec) {
+  return ec == beast::error::timeout ? ErrorKind::kTimeout : ErrorKind::kConnect;
+}
 
 }  // namespace
 
 Target resolve_target(net::io_context& ioc, const std::string& url) {
   const std::string scheme = "http://";
-  if (url.rfind(scheme, 0) != 0) throw std::runtime_error("--url must start with http:// (got '" + url + "')");
+  if (url.rfind(scheme, 0) != 0)
+    throw std::runtime_error("--url must start with http:// (got '" + url + "')");
   std::string rest = url.substr(scheme.size());
   Target t;
   const size_t slash = rest.find('/');
@@ -43,7 +46,8 @@ Target resolve_target(net::io_context& ioc, const std::string& url) {
     t.host = rest.substr(0, colon);
     t.port = rest.substr(colon + 1);
   }
-  if (t.host.size() >= 2 && t.host.front() == '[' && t.host.back() == ']') t.host = t.host.substr(1, t.host.size() - 2);
+  if (t.host.size() >= 2 && t.host.front() == '[' && t.host.back() == ']')
+    t.host = t.host.substr(1, t.host.size() - 2);
   if (t.host.empty()) throw std::runtime_error("--url has no host: '" + url + "'");
   beast::error_code ec;
   tcp::resolver resolver(ioc);
@@ -62,8 +66,8 @@ std::optional<tcp::socket> ConnectionPool::take() {
 }
 
 StreamingRequest::StreamingRequest(net::io_context& ioc, const Target& target, ConnectionPool& pool,
-                                   const ClientOptions& options, RequestRecord record, const std::string& path,
-                                   std::string body, Done done)
+                                   const ClientOptions& options, RequestRecord record,
+                                   const std::string& path, std::string body, Done done)
     : ioc_(ioc),
       target_(target),
       pool_(pool),
@@ -100,7 +104,8 @@ void StreamingRequest::run() {
 
 void StreamingRequest::do_connect() {
   stream_->expires_after(options_.timeout);
-  stream_->async_connect(target_.endpoints, beast::bind_front_handler(&StreamingRequest::on_connect, shared_from_this()));
+  stream_->async_connect(target_.endpoints, beast::bind_front_handler(&StreamingRequest::on_connect,
+                                                                      shared_from_this()));
 }
 
 void StreamingRequest::on_connect(beast::error_code ec, const tcp::endpoint&) {
@@ -112,7 +117,8 @@ void StreamingRequest::on_connect(beast::error_code ec, const tcp::endpoint&) {
 
 void StreamingRequest::do_write() {
   stream_->expires_after(options_.timeout);
-  http::async_write(*stream_, request_, beast::bind_front_handler(&StreamingRequest::on_write, shared_from_this()));
+  http::async_write(*stream_, request_,
+                    beast::bind_front_handler(&StreamingRequest::on_write, shared_from_this()));
 }
 
 void StreamingRequest::on_write(beast::error_code ec, std::size_t) {
@@ -127,8 +133,9 @@ void StreamingRequest::do_read_header() {
   parser_.emplace();
   parser_->body_limit(kBodyLimit);
   stream_->expires_after(options_.timeout);
-  http::async_read_header(*stream_, buffer_, *parser_,
-                          beast::bind_front_handler(&StreamingRequest::on_read_header, shared_from_this()));
+  http::async_read_header(
+      *stream_, buffer_, *parser_,
+      beast::bind_front_handler(&StreamingRequest::on_read_header, shared_from_this()));
 }
 
 void StreamingRequest::on_read_header(beast::error_code ec, std::size_t) {
@@ -141,7 +148,9 @@ void StreamingRequest::on_read_header(beast::error_code ec, std::size_t) {
   const bool event_stream = head[http::field::content_type].starts_with("text/event-stream");
   streaming_ = record_.http_status == 200 && event_stream;
   if (record_.http_status == 200 && !event_stream)
-    record_.fail(ErrorKind::kProtocol, "200 with Content-Type '" + std::string(head[http::field::content_type]) + "', not text/event-stream");
+    record_.fail(ErrorKind::kProtocol, "200 with Content-Type '" +
+                                           std::string(head[http::field::content_type]) +
+                                           "', not text/event-stream");
   if (parser_->is_done()) return finish_response(Clock::now());  // no body at all
   do_read_body();
 }
@@ -152,11 +161,13 @@ void StreamingRequest::do_read_body() {
   parser_->get().body().data = body_buf_.data();
   parser_->get().body().size = body_buf_.size();
   stream_->expires_after(options_.timeout);
-  http::async_read_some(*stream_, buffer_, *parser_, beast::bind_front_handler(&StreamingRequest::on_read_body, shared_from_this()));
+  http::async_read_some(
+      *stream_, buffer_, *parser_,
+      beast::bind_front_handler(&StreamingRequest::on_read_body, shared_from_this()));
 }
 
 void StreamingRequest::on_read_body(beast::error_code ec, std::size_t) {
-  const Clock::time_point now = Clock::now();  // every event in these bytes arrived now
+  const Clock::time_point now = Clock::now();   // every event in these bytes arrived now
   if (ec == http::error::need_buffer) ec = {};  // the buffer filled up; not an error
   const size_t got = body_buf_.size() - parser_->get().body().size;
   if (got > 0) {
@@ -164,7 +175,8 @@ void StreamingRequest::on_read_body(beast::error_code ec, std::size_t) {
     if (streaming_) {
       events_.clear();
       if (!sse_.feed(bytes, events_)) {
-        record_.fail(ErrorKind::kProtocol, "an event exceeded " + std::to_string(options_.max_event_bytes) + " bytes");
+        record_.fail(ErrorKind::kProtocol,
+                     "an event exceeded " + std::to_string(options_.max_event_bytes) + " bytes");
       }
       for (const sy::http::SseEvent& ev : events_) accumulator_.on_event(ev, now);
       if (!record_.ok()) {
@@ -193,7 +205,8 @@ void StreamingRequest::on_read_body(beast::error_code ec, std::size_t) {
 
 void StreamingRequest::finish_response(Clock::time_point now) {
   if (!streaming_) {
-    record_.fail(ErrorKind::kHttpStatus, "HTTP " + std::to_string(record_.http_status) + ": " + error_body_);
+    record_.fail(ErrorKind::kHttpStatus,
+                 "HTTP " + std::to_string(record_.http_status) + ": " + error_body_);
     record_.done = now;
   } else {
     accumulator_.finish(now, sse_.finish());
@@ -211,7 +224,9 @@ void StreamingRequest::finish_response(Clock::time_point now) {
 bool StreamingRequest::retry_on_fresh_connection() {
   // A kept-alive connection may have been closed by the server while idle. If nothing of
   // a response came back, the request never reached it: send it again on a new one.
-  if (!record_.reused_connection || retried_ || buffer_.size() > 0 || (parser_ && parser_->got_some())) return false;
+  if (!record_.reused_connection || retried_ || buffer_.size() > 0 ||
+      (parser_ && parser_->got_some()))
+    return false;
   retried_ = true;
   record_.reused_connection = false;
   close();
@@ -240,8 +255,8 @@ void StreamingRequest::complete() {
   done_(std::move(record_));
 }
 
-std::pair<int, std::string> http_get(net::io_context& ioc, const Target& target, const std::string& path,
-                                     std::chrono::milliseconds timeout) {
+std::pair<int, std::string> http_get(net::io_context& ioc, const Target& target,
+                                     const std::string& path, std::chrono::milliseconds timeout) {
   // Asynchronous so that the stream's timeout applies; run to completion here.
   struct State {
     beast::tcp_stream stream;
@@ -263,13 +278,15 @@ std::pair<int, std::string> http_get(net::io_context& ioc, const Target& target,
     http::async_write(s->stream, s->request, [s](beast::error_code ec, std::size_t) {
       if (ec) return void(s->ec = ec);
       s->step = "read";
-      http::async_read(s->stream, s->buffer, s->response, [s](beast::error_code ec, std::size_t) { s->ec = ec; });
+      http::async_read(s->stream, s->buffer, s->response,
+                       [s](beast::error_code ec, std::size_t) { s->ec = ec; });
     });
   });
   ioc.restart();
   ioc.run();
   if (s->ec)
-    throw std::runtime_error("GET " + target.host_header() + target.base_path + path + ": " + s->step + ": " + s->ec.message());
+    throw std::runtime_error("GET " + target.host_header() + target.base_path + path + ": " +
+                             s->step + ": " + s->ec.message());
   beast::error_code ignored;
   s->stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   return {static_cast<int>(s->response.result_int()), s->response.body()};

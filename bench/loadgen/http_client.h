@@ -66,8 +66,9 @@ class StreamingRequest : public std::enable_shared_from_this<StreamingRequest> {
 
   // `record` carries index, warmup and max_tokens; the rest is filled in. `done` is
   // called exactly once, on the io_context thread.
-  StreamingRequest(net::io_context& ioc, const Target& target, ConnectionPool& pool, const ClientOptions& options,
-                   RequestRecord record, const std::string& path, std::string body, Done done);
+  StreamingRequest(net::io_context& ioc, const Target& target, ConnectionPool& pool,
+                   const ClientOptions& options, RequestRecord record, const std::string& path,
+                   std::string body, Done done);
 
   void run();
 
@@ -110,7 +111,7 @@ class StreamingRequest : public std::enable_shared_from_this<StreamingRequest> {
 
 // GET base_path + path; returns {status, body}. For startup queries (/v1/models); throws
 // std::runtime_error on connection errors and timeouts.
-std::pair<int, std::string> http_get(net::io_context& ioc, const Target& target, const std::string& path,
-                                     std::chrono::milliseconds timeout);
+std::pair<int, std::string> http_get(net::io_context& ioc, const Target& target,
+                                     const std::string& path, std::chrono::milliseconds timeout);
 
 }  // namespace sy::bench

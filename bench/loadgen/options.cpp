@@ -8,13 +8,18 @@ namespace sy::bench {
 
 const char kUsage[] =
     "usage: switchyard-bench [--url http://127.0.0.1:8000] [--model NAME]\n"
-    "         (--concurrency 1,4,16 | --rate 0.5,2) [--num-requests N | --duration S] [--warmup N]\n"
-    "         [--workload FILE.jsonl | --prompt-tokens 256 [--endpoint completions|chat]] [--max-tokens 128]\n"
+    "         (--concurrency 1,4,16 | --rate 0.5,2) [--num-requests N | --duration S] [--warmup "
+    "N]\n"
+    "         [--workload FILE.jsonl | --prompt-tokens 256 [--endpoint completions|chat]] "
+    "[--max-tokens 128]\n"
     "         [--temperature 0] [--priority P] [--extra-body JSON] [--timeout 300] [--seed 0]\n"
     "         [--no-keep-alive] [--json]\n"
-    "Closed loop (--concurrency): each level sends --num-requests (default 4 per user, at least 8).\n"
-    "Open loop (--rate, Poisson): each level sends --num-requests (default 64) or arrivals for --duration.\n"
-    "Exit status: 0 when every request returned exactly max_tokens tokens of valid text, 2 otherwise.\n";
+    "Closed loop (--concurrency): each level sends --num-requests (default 4 per user, at least "
+    "8).\n"
+    "Open loop (--rate, Poisson): each level sends --num-requests (default 64) or arrivals for "
+    "--duration.\n"
+    "Exit status: 0 when every request returned exactly max_tokens tokens of valid text, 2 "
+    "otherwise.\n";
 
 namespace {
 
@@ -41,7 +46,8 @@ std::vector<int64_t> positive_ints(const std::string& flag, const std::string& s
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != p.size() || v < 1) throw UsageError("--" + flag + " needs positive integers, got '" + s + "'");
+    if (used == 0 || used != p.size() || v < 1)
+      throw UsageError("--" + flag + " needs positive integers, got '" + s + "'");
     out.push_back(v);
   }
   return out;
@@ -68,8 +74,9 @@ std::vector<double> positive_numbers(const std::string& flag, const std::string&
 
 BenchOptions parse_options(const std::vector<std::string>& argv) {
   const cli::Args a(argv,
-                    {"url", "model", "workload", "endpoint", "prompt-tokens", "max-tokens", "concurrency", "rate", "num-requests",
-                     "duration", "warmup", "temperature", "priority", "extra-body", "timeout", "seed"},
+                    {"url", "model", "workload", "endpoint", "prompt-tokens", "max-tokens",
+                     "concurrency", "rate", "num-requests", "duration", "warmup", "temperature",
+                     "priority", "extra-body", "timeout", "seed"},
                     {"no-keep-alive", "json", "help"});
   BenchOptions o;
   if (a.has("help")) {
@@ -80,10 +87,12 @@ BenchOptions parse_options(const std::vector<std::string>& argv) {
   o.model = a.get_or("model", "");
   o.workload_path = a.get_or("workload", "");
   const std::string endpoint = a.get_or("endpoint", "completions");
-  if (endpoint != "completions" && endpoint != "chat") throw UsageError("--endpoint is completions or chat, got '" + endpoint + "'");
+  if (endpoint != "completions" && endpoint != "chat")
+    throw UsageError("--endpoint is completions or chat, got '" + endpoint + "'");
   o.endpoint = endpoint == "chat" ? Endpoint::kChat : Endpoint::kCompletions;
   if (!o.workload_path.empty() && (a.has("prompt-tokens") || a.has("endpoint")))
-    throw UsageError("--workload sets the prompts and endpoints; drop --prompt-tokens and --endpoint");
+    throw UsageError(
+        "--workload sets the prompts and endpoints; drop --prompt-tokens and --endpoint");
   o.prompt_tokens = a.get_int("prompt-tokens", o.prompt_tokens);
   if (o.prompt_tokens < 1) throw UsageError("--prompt-tokens must be >= 1");
   o.request.max_tokens = a.get_int("max-tokens", o.request.max_tokens);
@@ -110,7 +119,8 @@ BenchOptions parse_options(const std::vector<std::string>& argv) {
 
   if (a.has("concurrency")) o.concurrency = positive_ints("concurrency", a.get("concurrency"));
   if (a.has("rate")) o.rates = positive_numbers("rate", a.get("rate"));
-  if (!o.concurrency.empty() && !o.rates.empty()) throw UsageError("give --concurrency (closed loop) or --rate (open loop), not both");
+  if (!o.concurrency.empty() && !o.rates.empty())
+    throw UsageError("give --concurrency (closed loop) or --rate (open loop), not both");
   if (o.concurrency.empty() && o.rates.empty()) o.concurrency = {1};
   o.num_requests = a.get_int("num-requests", 0);
   if (o.num_requests < 0) throw UsageError("--num-requests must be >= 1");
@@ -133,7 +143,8 @@ std::vector<LevelSpec> BenchOptions::levels() const {
     LevelSpec s;
     s.mode = LevelSpec::Mode::kClosed;
     s.concurrency = c;
-    s.num_requests = num_requests > 0 ? num_requests : (duration_s > 0 ? 0 : std::max<int64_t>(8, 4 * c));
+    s.num_requests =
+        num_requests > 0 ? num_requests : (duration_s > 0 ? 0 : std::max<int64_t>(8, 4 * c));
     s.duration_s = duration_s;
     s.warmup = warmup;
     s.seed = seed;

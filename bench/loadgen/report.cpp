@@ -26,11 +26,14 @@ std::string num(double v, int decimals) {
   return buf;
 }
 
-json null_if_nan(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
+json null_if_nan(double v) {
+  return std::isnan(v) ? json(nullptr) : json(v);
+}
 
 json scaled(const Distribution& d, double scale) {
-  return {{"p50", null_if_nan(d.p50 * scale)}, {"p90", null_if_nan(d.p90 * scale)}, {"p99", null_if_nan(d.p99 * scale)},
-          {"mean", null_if_nan(d.mean * scale)}, {"max", null_if_nan(d.max * scale)}, {"count", d.count}};
+  return {{"p50", null_if_nan(d.p50 * scale)}, {"p90", null_if_nan(d.p90 * scale)},
+          {"p99", null_if_nan(d.p99 * scale)}, {"mean", null_if_nan(d.mean * scale)},
+          {"max", null_if_nan(d.max * scale)}, {"count", d.count}};
 }
 
 }  // namespace
@@ -38,23 +41,33 @@ json scaled(const Distribution& d, double scale) {
 std::string format_table(const RunInfo& info, const std::vector<LevelStats>& levels) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "switchyard-bench  %s  model %s\n  workload: %s, max_tokens %lld, temperature %g, warmup %lld per level\n",
-                info.url.c_str(), info.model.c_str(), info.workload.c_str(), static_cast<long long>(info.max_tokens),
-                info.temperature, static_cast<long long>(info.warmup));
+  std::snprintf(line, sizeof line,
+                "switchyard-bench  %s  model %s\n  workload: %s, max_tokens %lld, temperature %g, "
+                "warmup %lld per level\n",
+                info.url.c_str(), info.model.c_str(), info.workload.c_str(),
+                static_cast<long long>(info.max_tokens), info.temperature,
+                static_cast<long long>(info.warmup));
   out += line;
-  std::snprintf(line, sizeof line, "%-12s %5s %5s %5s | %8s %8s %8s | %7s %7s %7s | %7s %7s | %9s %9s | %7s\n", "level", "reqs",
-                "ok", "err", "TTFT p50", "p90", "p99", "ITL p50", "p90", "p99", "e2e p50", "p99", "user t/s", "agg t/s", "prompt");
+  std::snprintf(line, sizeof line,
+                "%-12s %5s %5s %5s | %8s %8s %8s | %7s %7s %7s | %7s %7s | %9s %9s | %7s\n",
+                "level", "reqs", "ok", "err", "TTFT p50", "p90", "p99", "ITL p50", "p90", "p99",
+                "e2e p50", "p99", "user t/s", "agg t/s", "prompt");
   out += line;
-  std::snprintf(line, sizeof line, "%-12s %5s %5s %5s | %8s %8s %8s | %7s %7s %7s | %7s %7s | %9s %9s | %7s\n", "", "", "", "",
-                "ms", "ms", "ms", "ms", "ms", "ms", "s", "s", "median", "", "tokens");
+  std::snprintf(line, sizeof line,
+                "%-12s %5s %5s %5s | %8s %8s %8s | %7s %7s %7s | %7s %7s | %9s %9s | %7s\n", "", "",
+                "", "", "ms", "ms", "ms", "ms", "ms", "ms", "s", "s", "median", "", "tokens");
   out += line;
   for (const LevelStats& s : levels) {
-    std::snprintf(line, sizeof line, "%-12s %5lld %5lld %5lld | %8s %8s %8s | %7s %7s %7s | %7s %7s | %9s %9s | %7s\n",
-                  level_name(s).c_str(), static_cast<long long>(s.requests), static_cast<long long>(s.ok),
-                  static_cast<long long>(s.errors), num(s.ttft_s.p50 * 1e3, 1).c_str(), num(s.ttft_s.p90 * 1e3, 1).c_str(),
-                  num(s.ttft_s.p99 * 1e3, 1).c_str(), num(s.itl_s.p50 * 1e3, 2).c_str(), num(s.itl_s.p90 * 1e3, 2).c_str(),
-                  num(s.itl_s.p99 * 1e3, 2).c_str(), num(s.e2e_s.p50, 2).c_str(), num(s.e2e_s.p99, 2).c_str(),
-                  num(s.user_decode_tok_s, 1).c_str(), num(s.aggregate_tok_s, 1).c_str(), num(s.prompt_tokens_mean, 0).c_str());
+    std::snprintf(line, sizeof line,
+                  "%-12s %5lld %5lld %5lld | %8s %8s %8s | %7s %7s %7s | %7s %7s | %9s %9s | %7s\n",
+                  level_name(s).c_str(), static_cast<long long>(s.requests),
+                  static_cast<long long>(s.ok), static_cast<long long>(s.errors),
+                  num(s.ttft_s.p50 * 1e3, 1).c_str(), num(s.ttft_s.p90 * 1e3, 1).c_str(),
+                  num(s.ttft_s.p99 * 1e3, 1).c_str(), num(s.itl_s.p50 * 1e3, 2).c_str(),
+                  num(s.itl_s.p90 * 1e3, 2).c_str(), num(s.itl_s.p99 * 1e3, 2).c_str(),
+                  num(s.e2e_s.p50, 2).c_str(), num(s.e2e_s.p99, 2).c_str(),
+                  num(s.user_decode_tok_s, 1).c_str(), num(s.aggregate_tok_s, 1).c_str(),
+                  num(s.prompt_tokens_mean, 0).c_str());
     out += line;
   }
   bool all_valid = true;
@@ -64,28 +77,29 @@ std::string format_table(const RunInfo& info, const std::vector<LevelStats>& lev
     for (const auto& [kind, n] : s.errors_by_kind)
       out += "  " + name + ": " + std::to_string(n) + " failed (" + kind + ")\n";
     for (const std::string& e : s.error_samples) out += "    " + e + "\n";
-    if (s.warmup_errors > 0) out += "  " + name + ": " + std::to_string(s.warmup_errors) + " warmup requests failed\n";
+    if (s.warmup_errors > 0)
+      out += "  " + name + ": " + std::to_string(s.warmup_errors) + " warmup requests failed\n";
     if (s.unattributed_tokens > 0)
       out += "  " + name + ": " + std::to_string(s.unattributed_tokens) +
-             " tokens arrived several to an event without token ids or logprobs; their gaps are not in ITL\n";
+             " tokens arrived several to an event without token ids or logprobs; their gaps are "
+             "not in ITL\n";
     if (s.texts_with_replacement_char > 0)
-      out += "  " + name + ": " + std::to_string(s.texts_with_replacement_char) + " responses contain U+FFFD\n";
+      out += "  " + name + ": " + std::to_string(s.texts_with_replacement_char) +
+             " responses contain U+FFFD\n";
   }
   if (!all_valid)
-    out += "INVALID: some requests failed or were not the requested length of valid text; latencies and rates count only "
-           "the requests that succeeded.\n";
+    out +=
+        "INVALID: some requests failed or were not the requested length of valid text; latencies "
+        "and rates count only "
+        "the requests that succeeded.\n";
   return out;
 }
 
 json to_json(const RunInfo& info, const std::vector<LevelStats>& levels) {
-  json doc = {{"tool", "switchyard-bench"},
-              {"url", info.url},
-              {"model", info.model},
-              {"workload", info.workload},
-              {"max_tokens", info.max_tokens},
-              {"temperature", info.temperature},
-              {"warmup", info.warmup},
-              {"timeout_s", info.timeout_s},
+  json doc = {{"tool", "switchyard-bench"},    {"url", info.url},
+              {"model", info.model},           {"workload", info.workload},
+              {"max_tokens", info.max_tokens}, {"temperature", info.temperature},
+              {"warmup", info.warmup},         {"timeout_s", info.timeout_s},
               {"keep_alive", info.keep_alive}};
   bool all_valid = !levels.empty();
   json out_levels = json::array();

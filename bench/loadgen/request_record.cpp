@@ -6,7 +6,9 @@ namespace sy::bench {
 
 namespace {
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -14,21 +16,33 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 const char* error_kind_name(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kNone: return "none";
-    case ErrorKind::kConnect: return "connection";
-    case ErrorKind::kTimeout: return "timeout";
-    case ErrorKind::kHttpStatus: return "http_status";
-    case ErrorKind::kStreamError: return "error_event";
-    case ErrorKind::kProtocol: return "protocol";
-    case ErrorKind::kTruncated: return "truncated";
-    case ErrorKind::kValidation: return "validation";
+    case ErrorKind::kNone:
+      return "none";
+    case ErrorKind::kConnect:
+      return "connection";
+    case ErrorKind::kTimeout:
+      return "timeout";
+    case ErrorKind::kHttpStatus:
+      return "http_status";
+    case ErrorKind::kStreamError:
+      return "error_event";
+    case ErrorKind::kProtocol:
+      return "protocol";
+    case ErrorKind::kTruncated:
+      return "truncated";
+    case ErrorKind::kValidation:
+      return "validation";
   }
   return "unknown";
 }
 
-double RequestRecord::ttft_s() const { return arrivals.empty() ? kNaN : seconds(arrivals.front().at - issued); }
+double RequestRecord::ttft_s() const {
+  return arrivals.empty() ? kNaN : seconds(arrivals.front().at - issued);
+}
 
-double RequestRecord::e2e_s() const { return seconds(done - issued); }
+double RequestRecord::e2e_s() const {
+  return seconds(done - issued);
+}
 
 std::vector<double> RequestRecord::itl_s() const {
   std::vector<double> out;

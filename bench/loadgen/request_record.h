@@ -31,21 +31,21 @@ struct TokenArrival {
 };
 
 struct RequestRecord {
-  int64_t index = 0;         // position in the run; chooses the prompt
+  int64_t index = 0;  // position in the run; chooses the prompt
   bool warmup = false;
   int64_t max_tokens = 0;    // requested, with ignore_eos: the exact expected length
   Clock::time_point issued;  // before connecting (or taking a kept-alive connection)
   Clock::time_point done;    // `data: [DONE]` arrived, or the request failed
 
   std::vector<TokenArrival> arrivals;
-  int64_t content_events = 0;    // events that carried at least one token
-  int64_t streamed_tokens = 0;   // sum of TokenArrival::tokens
+  int64_t content_events = 0;      // events that carried at least one token
+  int64_t streamed_tokens = 0;     // sum of TokenArrival::tokens
   bool exact_token_counts = true;  // every content event said how many tokens it held
-  std::string text;              // the generated text, concatenated
+  std::string text;                // the generated text, concatenated
   std::string finish_reason;
   int64_t completion_tokens = -1;  // usage; -1 when the stream carried no usage
   int64_t prompt_tokens = -1;
-  int64_t cached_tokens = -1;      // usage.prompt_tokens_details.cached_tokens, if sent
+  int64_t cached_tokens = -1;  // usage.prompt_tokens_details.cached_tokens, if sent
 
   int http_status = 0;
   bool reused_connection = false;

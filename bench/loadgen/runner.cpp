@@ -15,8 +15,8 @@ Clock::duration to_duration(double seconds) {
 
 }  // namespace
 
-Runner::Runner(net::io_context& ioc, const Target& target, const Workload& workload, const RequestTemplate& request,
-               const ClientOptions& client)
+Runner::Runner(net::io_context& ioc, const Target& target, const Workload& workload,
+               const RequestTemplate& request, const ClientOptions& client)
     : ioc_(ioc), target_(target), workload_(workload), request_(request), client_(client) {}
 
 LevelResult Runner::run_level(const LevelSpec& spec) {
@@ -33,16 +33,19 @@ void Runner::issue(bool warmup, StreamingRequest::Done done) {
   record.warmup = warmup;
   const WorkItem item = workload_.item(record.index);
   record.max_tokens = requested_max_tokens(item, request_);
-  std::make_shared<StreamingRequest>(ioc_, target_, pool_, client_, std::move(record), endpoint_path(item.endpoint),
-                                     request_body(item, request_), std::move(done))
+  std::make_shared<StreamingRequest>(ioc_, target_, pool_, client_, std::move(record),
+                                     endpoint_path(item.endpoint), request_body(item, request_),
+                                     std::move(done))
       ->run();
 }
 
-std::vector<RequestRecord> Runner::run_phase(const LevelSpec& spec, int64_t count, double duration_s, bool warmup) {
+std::vector<RequestRecord> Runner::run_phase(const LevelSpec& spec, int64_t count,
+                                             double duration_s, bool warmup) {
   std::vector<RequestRecord> out;
   int64_t issued = 0;
   const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = duration_s > 0 ? start + to_duration(duration_s) : Clock::time_point::max();
+  const Clock::time_point deadline =
+      duration_s > 0 ? start + to_duration(duration_s) : Clock::time_point::max();
   auto more = [&] { return (count <= 0 || issued < count) && Clock::now() < deadline; };
   auto collect = [&out](RequestRecord&& r) { out.push_back(std::move(r)); };
 

@@ -17,8 +17,8 @@ namespace sy::bench {
 struct LevelSpec {
   enum class Mode { kClosed, kOpen };
   Mode mode = Mode::kClosed;
-  int64_t concurrency = 1;  // closed loop
-  double rate = 0;          // open loop, requests per second
+  int64_t concurrency = 1;   // closed loop
+  double rate = 0;           // open loop, requests per second
   int64_t num_requests = 0;  // measured requests; 0: as many as fit in duration_s
   double duration_s = 0;     // no new request after this long; 0: no limit
   int64_t warmup = 0;
@@ -33,13 +33,14 @@ struct LevelResult {
 
 class Runner {
  public:
-  Runner(net::io_context& ioc, const Target& target, const Workload& workload, const RequestTemplate& request,
-         const ClientOptions& client);
+  Runner(net::io_context& ioc, const Target& target, const Workload& workload,
+         const RequestTemplate& request, const ClientOptions& client);
 
   LevelResult run_level(const LevelSpec& spec);
 
  private:
-  std::vector<RequestRecord> run_phase(const LevelSpec& spec, int64_t count, double duration_s, bool warmup);
+  std::vector<RequestRecord> run_phase(const LevelSpec& spec, int64_t count, double duration_s,
+                                       bool warmup);
   void issue(bool warmup, StreamingRequest::Done done);
 
   net::io_context& ioc_;

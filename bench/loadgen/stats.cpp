@@ -37,7 +37,9 @@ double mean(const std::vector<double>& values) {
   return n ? sum / static_cast<double>(n) : kNaN;
 }
 
-double median(std::vector<double> values) { return percentile(std::move(values), 50); }
+double median(std::vector<double> values) {
+  return percentile(std::move(values), 50);
+}
 
 Distribution distribution(const std::vector<double>& values) {
   Distribution d;
@@ -56,7 +58,8 @@ Distribution distribution(const std::vector<double>& values) {
   return d;
 }
 
-LevelStats summarize(const std::vector<RequestRecord>& records, const std::vector<RequestRecord>& warmup) {
+LevelStats summarize(const std::vector<RequestRecord>& records,
+                     const std::vector<RequestRecord>& warmup) {
   LevelStats s;
   s.requests = static_cast<int64_t>(records.size());
   s.warmup_requests = static_cast<int64_t>(warmup.size());
@@ -74,7 +77,8 @@ LevelStats summarize(const std::vector<RequestRecord>& records, const std::vecto
       ++s.errors;
       ++s.errors_by_kind[error_kind_name(r.error)];
       if (s.error_samples.size() < kMaxErrorSamples)
-        s.error_samples.push_back("request " + std::to_string(r.index) + ": " + error_kind_name(r.error) + ": " + r.error_message);
+        s.error_samples.push_back("request " + std::to_string(r.index) + ": " +
+                                  error_kind_name(r.error) + ": " + r.error_message);
       continue;
     }
     ++s.ok;
@@ -97,7 +101,8 @@ LevelStats summarize(const std::vector<RequestRecord>& records, const std::vecto
   s.user_e2e_tok_s = median(e2e_rate);
   s.prompt_tokens_mean = mean(prompt);
   if (!records.empty()) s.wall_s = std::chrono::duration<double>(last_done - first_issue).count();
-  s.aggregate_tok_s = s.wall_s > 0 && s.ok > 0 ? static_cast<double>(s.output_tokens) / s.wall_s : kNaN;
+  s.aggregate_tok_s =
+      s.wall_s > 0 && s.ok > 0 ? static_cast<double>(s.output_tokens) / s.wall_s : kNaN;
   s.ok_requests_per_s = s.wall_s > 0 ? static_cast<double>(s.ok) / s.wall_s : kNaN;
   return s;
 }

@@ -37,18 +37,18 @@ struct LevelStats {
   int64_t warmup_requests = 0;
   int64_t warmup_errors = 0;
 
-  Distribution ttft_s;  // over ok requests
-  Distribution itl_s;   // over all inter-token gaps of ok requests, pooled
-  Distribution e2e_s;   // over ok requests
+  Distribution ttft_s;           // over ok requests
+  Distribution itl_s;            // over all inter-token gaps of ok requests, pooled
+  Distribution e2e_s;            // over ok requests
   double user_decode_tok_s = 0;  // median over ok requests of RequestRecord::decode_tok_s
   double user_e2e_tok_s = 0;     // median over ok requests of RequestRecord::e2e_tok_s
 
-  double wall_s = 0;                // first issue -> last completion of measured requests
-  int64_t output_tokens = 0;        // sum of completion_tokens of ok requests
-  double aggregate_tok_s = 0;       // output_tokens / wall_s
-  double ok_requests_per_s = 0;     // ok / wall_s
-  double prompt_tokens_mean = 0;    // usage.prompt_tokens of ok requests
-  int64_t cached_tokens = 0;        // usage cached_tokens summed, where reported
+  double wall_s = 0;              // first issue -> last completion of measured requests
+  int64_t output_tokens = 0;      // sum of completion_tokens of ok requests
+  double aggregate_tok_s = 0;     // output_tokens / wall_s
+  double ok_requests_per_s = 0;   // ok / wall_s
+  double prompt_tokens_mean = 0;  // usage.prompt_tokens of ok requests
+  int64_t cached_tokens = 0;      // usage cached_tokens summed, where reported
   int64_t reused_connections = 0;
   // Tokens that did not arrive one per event and whose event did not say how many it
   // held (no token ids or logprobs): their inter-token gaps are not in itl_s.
@@ -59,6 +59,7 @@ struct LevelStats {
 };
 
 // `records` are the measured requests of one level; `warmup` those before them.
-LevelStats summarize(const std::vector<RequestRecord>& records, const std::vector<RequestRecord>& warmup);
+LevelStats summarize(const std::vector<RequestRecord>& records,
+                     const std::vector<RequestRecord>& warmup);
 
 }  // namespace sy::bench

@@ -38,10 +38,13 @@ const std::string* string_member(const json& obj, const char* key) {
 // (servers that return them) or one logprobs entry per token (completions:
 // logprobs.tokens; chat: logprobs.content).
 std::optional<int64_t> counted_tokens(const json& choice) {
-  if (auto it = choice.find("token_ids"); it != choice.end() && it->is_array()) return static_cast<int64_t>(it->size());
+  if (auto it = choice.find("token_ids"); it != choice.end() && it->is_array())
+    return static_cast<int64_t>(it->size());
   if (auto lp = choice.find("logprobs"); lp != choice.end() && lp->is_object()) {
-    if (auto t = lp->find("tokens"); t != lp->end() && t->is_array()) return static_cast<int64_t>(t->size());
-    if (auto c = lp->find("content"); c != lp->end() && c->is_array()) return static_cast<int64_t>(c->size());
+    if (auto t = lp->find("tokens"); t != lp->end() && t->is_array())
+      return static_cast<int64_t>(t->size());
+    if (auto c = lp->find("content"); c != lp->end() && c->is_array())
+      return static_cast<int64_t>(c->size());
   }
   return std::nullopt;
 }
@@ -70,13 +73,16 @@ void StreamAccumulator::on_event(const http::SseEvent& event, Clock::time_point 
 void StreamAccumulator::on_chunk(std::string_view data, Clock::time_point at) {
   const json chunk = json::parse(data, nullptr, /*allow_exceptions=*/false);
   if (chunk.is_discarded() || !chunk.is_object()) {
-    record_.fail(ErrorKind::kProtocol, std::string(is_valid_utf8(data) ? "chunk is not a JSON object: " : "chunk is not valid UTF-8: ") +
-                                           excerpt(data));
+    record_.fail(ErrorKind::kProtocol,
+                 std::string(is_valid_utf8(data) ? "chunk is not a JSON object: "
+                                                 : "chunk is not valid UTF-8: ") +
+                     excerpt(data));
     return;
   }
   if (auto err = chunk.find("error"); err != chunk.end()) {
     const std::string* msg = string_member(*err, "message");
-    record_.fail(ErrorKind::kStreamError, "error in stream: " + (msg ? *msg : excerpt(err->dump())));
+    record_.fail(ErrorKind::kStreamError,
+                 "error in stream: " + (msg ? *msg : excerpt(err->dump())));
     return;
   }
   if (auto usage = chunk.find("usage"); usage != chunk.end() && usage->is_object()) {
@@ -93,7 +99,7 @@ void StreamAccumulator::on_chunk(std::string_view data, Clock::time_point at) {
     if (!choice.is_object()) continue;
     std::string text;
     if (const std::string* t = string_member(choice, "text")) text += *t;  // completions
-    if (auto delta = choice.find("delta"); delta != choice.end()) {       // chat
+    if (auto delta = choice.find("delta"); delta != choice.end()) {        // chat
       // Reasoning models stream thinking separately; those are generated tokens too.
       if (const std::string* r = string_member(*delta, "reasoning_content")) text += *r;
       if (const std::string* c = string_member(*delta, "content")) text += *c;
@@ -122,11 +128,14 @@ void StreamAccumulator::finish(Clock::time_point at, bool sse_pending) {
   RequestRecord& r = record_;
   auto invalid = [&](std::string why) { r.fail(ErrorKind::kValidation, std::move(why)); };
   if (!saw_done_) {
-    r.fail(ErrorKind::kTruncated, sse_pending ? "stream ended mid-event, without [DONE]" : "stream ended without [DONE]");
+    r.fail(ErrorKind::kTruncated,
+           sse_pending ? "stream ended mid-event, without [DONE]" : "stream ended without [DONE]");
   } else if (r.completion_tokens < 0) {
-    r.fail(ErrorKind::kProtocol, "no usage.completion_tokens in the stream (stream_options.include_usage)");
+    r.fail(ErrorKind::kProtocol,
+           "no usage.completion_tokens in the stream (stream_options.include_usage)");
   } else if (r.completion_tokens != r.max_tokens) {
-    invalid("completion_tokens " + std::to_string(r.completion_tokens) + ", requested max_tokens " + std::to_string(r.max_tokens));
+    invalid("completion_tokens " + std::to_string(r.completion_tokens) + ", requested max_tokens " +
+            std::to_string(r.max_tokens));
   } else if (r.content_events == 0) {
     invalid("no event carried a token");
   } else if (r.text.empty()) {
@@ -134,9 +143,11 @@ void StreamAccumulator::finish(Clock::time_point at, bool sse_pending) {
   } else if (!is_valid_utf8(r.text)) {
     invalid("text is not valid UTF-8");
   } else if (r.exact_token_counts && r.streamed_tokens != r.completion_tokens) {
-    invalid("events carried " + std::to_string(r.streamed_tokens) + " tokens, usage says " + std::to_string(r.completion_tokens));
+    invalid("events carried " + std::to_string(r.streamed_tokens) + " tokens, usage says " +
+            std::to_string(r.completion_tokens));
   } else if (!r.exact_token_counts && r.content_events > r.completion_tokens) {
-    invalid(std::to_string(r.content_events) + " token events for " + std::to_string(r.completion_tokens) + " tokens");
+    invalid(std::to_string(r.content_events) + " token events for " +
+            std::to_string(r.completion_tokens) + " tokens");
   } else if (!r.finish_reason.empty() && r.finish_reason != "length") {
     invalid("finish_reason '" + r.finish_reason + "', expected 'length' (ignore_eos)");
   }

@@ -34,15 +34,19 @@ Endpoint endpoint_of(const json& line, size_t lineno) {
   const bool prompt = line.contains("prompt");
   const bool messages = line.contains("messages");
   if (prompt == messages)
-    throw std::runtime_error("workload line " + std::to_string(lineno) + ": needs exactly one of \"prompt\" or \"messages\"");
+    throw std::runtime_error("workload line " + std::to_string(lineno) +
+                             ": needs exactly one of \"prompt\" or \"messages\"");
   if (messages && (!line["messages"].is_array() || line["messages"].empty()))
-    throw std::runtime_error("workload line " + std::to_string(lineno) + ": \"messages\" must be a non-empty array");
+    throw std::runtime_error("workload line " + std::to_string(lineno) +
+                             ": \"messages\" must be a non-empty array");
   return prompt ? Endpoint::kCompletions : Endpoint::kChat;
 }
 
 }  // namespace
 
-const char* endpoint_path(Endpoint e) { return e == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions"; }
+const char* endpoint_path(Endpoint e) {
+  return e == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
+}
 
 std::string english_text(size_t chars) {
   std::string out;
@@ -65,14 +69,16 @@ Workload Workload::from_file(const std::string& path) {
       throw std::runtime_error("workload line " + std::to_string(lineno) + ": not a JSON object");
     for (const auto& [key, value] : line.items())
       if (key != "prompt" && key != "messages" && key != "max_tokens")
-        throw std::runtime_error("workload line " + std::to_string(lineno) + ": unknown key \"" + key + "\"");
+        throw std::runtime_error("workload line " + std::to_string(lineno) + ": unknown key \"" +
+                                 key + "\"");
     WorkItem item;
     item.endpoint = endpoint_of(line, lineno);
     item.input = item.endpoint == Endpoint::kChat ? line["messages"] : line["prompt"];
     if (line.contains("max_tokens")) {
       const json& m = line["max_tokens"];
       if (!m.is_number_integer() || m.get<int64_t>() < 1)
-        throw std::runtime_error("workload line " + std::to_string(lineno) + ": max_tokens must be a positive integer");
+        throw std::runtime_error("workload line " + std::to_string(lineno) +
+                                 ": max_tokens must be a positive integer");
       item.max_tokens = m.get<int64_t>();
     }
     w.items_.push_back(std::move(item));
@@ -105,7 +111,9 @@ WorkItem Workload::item(int64_t index) const {
   return item;
 }
 
-int64_t requested_max_tokens(const WorkItem& item, const RequestTemplate& t) { return item.max_tokens.value_or(t.max_tokens); }
+int64_t requested_max_tokens(const WorkItem& item, const RequestTemplate& t) {
+  return item.max_tokens.value_or(t.max_tokens);
+}
 
 std::string request_body(const WorkItem& item, const RequestTemplate& t) {
   json body = t.extra.is_object() ? t.extra : json::object();

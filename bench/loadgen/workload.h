@@ -25,7 +25,7 @@ struct RequestTemplate {
   std::string model;
   int64_t max_tokens = 128;
   double temperature = 0;
-  std::optional<nlohmann::json> priority;  // an integer or a class name, as given
+  std::optional<nlohmann::json> priority;           // an integer or a class name, as given
   nlohmann::json extra = nlohmann::json::object();  // --extra-body; the fields above win
 };
 

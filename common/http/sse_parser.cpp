@@ -28,7 +28,9 @@ bool SseParser::fail(SseError e) {
   return false;
 }
 
-size_t SseParser::pending_bytes() const { return line_.size() + data_.size() + event_type_.size(); }
+size_t SseParser::pending_bytes() const {
+  return line_.size() + data_.size() + event_type_.size();
+}
 
 bool SseParser::feed(std::string_view bytes, std::vector<SseEvent>& events) {
   if (error_ != SseError::kNone) return false;
@@ -58,7 +60,8 @@ bool SseParser::feed(std::string_view bytes, std::vector<SseEvent>& events) {
   }
   while (pos < bytes.size()) {
     const size_t end = bytes.find_first_of("\r\n", pos);
-    const std::string_view piece = bytes.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    const std::string_view piece =
+        bytes.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
     if (line_.size() + piece.size() + data_.size() + event_type_.size() > max_event_bytes_)
       return fail(SseError::kEventTooLarge);
     if (end == std::string_view::npos) {

@@ -60,15 +60,15 @@ class SseParser {
   bool fail(SseError e);
 
   size_t max_event_bytes_;
-  std::string line_;            // a line whose end has not arrived yet
-  std::string data_;            // the data buffer, each line followed by "\n"
-  std::string event_type_;      // the event type buffer
-  std::string id_buffer_;       // the spec's "last event ID buffer"
-  std::string last_event_id_;   // copied from id_buffer_ on dispatch
-  bool has_fields_ = false;     // a field line arrived since the last dispatch
-  bool skip_lf_ = false;        // the previous chunk ended in CR: a leading LF belongs to it
-  bool at_start_ = true;        // a UTF-8 BOM is skipped only at the very start
-  std::string bom_prefix_;      // the start of a possible BOM split across chunks
+  std::string line_;           // a line whose end has not arrived yet
+  std::string data_;           // the data buffer, each line followed by "\n"
+  std::string event_type_;     // the event type buffer
+  std::string id_buffer_;      // the spec's "last event ID buffer"
+  std::string last_event_id_;  // copied from id_buffer_ on dispatch
+  bool has_fields_ = false;    // a field line arrived since the last dispatch
+  bool skip_lf_ = false;       // the previous chunk ended in CR: a leading LF belongs to it
+  bool at_start_ = true;       // a UTF-8 BOM is skipped only at the very start
+  std::string bom_prefix_;     // the start of a possible BOM split across chunks
   std::optional<int64_t> retry_ms_;
   int64_t comments_ = 0;
   SseError error_ = SseError::kNone;

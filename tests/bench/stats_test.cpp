@@ -43,8 +43,8 @@ TEST(Percentile, EmptyAndNaN) {
 
 // A request issued at `t0 + issued_ms` whose content events arrive at the given offsets
 // (with the given token counts) and whose [DONE] arrives at done_ms.
-RequestRecord record(Clock::time_point t0, int64_t index, int issued_ms, std::vector<std::pair<int, int64_t>> arrivals,
-                     int done_ms, int64_t tokens) {
+RequestRecord record(Clock::time_point t0, int64_t index, int issued_ms,
+                     std::vector<std::pair<int, int64_t>> arrivals, int done_ms, int64_t tokens) {
   RequestRecord r;
   r.index = index;
   r.max_tokens = tokens;

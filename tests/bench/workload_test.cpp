@@ -18,8 +18,9 @@ using nlohmann::json;
 class WorkloadFile : public ::testing::Test {
  protected:
   std::string write(const std::string& content) {
-    path_ = std::filesystem::temp_directory_path() / ("sy_workload_" + std::to_string(::getpid()) + "_" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
+    path_ = std::filesystem::temp_directory_path() /
+            ("sy_workload_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl");
     std::ofstream(path_) << content;
     return path_.string();
   }
@@ -30,10 +31,10 @@ class WorkloadFile : public ::testing::Test {
 };
 
 TEST_F(WorkloadFile, PromptsAndMessages) {
-  const Workload w = Workload::from_file(write(
-      "{\"prompt\": \"Hello\", \"max_tokens\": 5}\n"
-      "\n"
-      "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}\r\n"));
+  const Workload w =
+      Workload::from_file(write("{\"prompt\": \"Hello\", \"max_tokens\": 5}\n"
+                                "\n"
+                                "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}\r\n"));
   ASSERT_EQ(w.size(), 2u);
   const WorkItem a = w.item(0);
   EXPECT_EQ(a.endpoint, Endpoint::kCompletions);
@@ -115,14 +116,16 @@ TEST(RequestBody, StreamsWithUsageAndExactLength) {
   EXPECT_STREQ(endpoint_path(Endpoint::kChat), "/v1/chat/completions");
 }
 
-std::vector<std::string> args(std::initializer_list<const char*> a) { return {a.begin(), a.end()}; }
+std::vector<std::string> args(std::initializer_list<const char*> a) {
+  return {a.begin(), a.end()};
+}
 
 TEST(BenchOptions, LevelsAndDefaults) {
   const BenchOptions closed = parse_options(args({"--concurrency", "1,4,16", "--warmup", "2"}));
   const std::vector<LevelSpec> levels = closed.levels();
   ASSERT_EQ(levels.size(), 3u);
   EXPECT_EQ(levels[0].concurrency, 1);
-  EXPECT_EQ(levels[0].num_requests, 8);  // at least 8
+  EXPECT_EQ(levels[0].num_requests, 8);   // at least 8
   EXPECT_EQ(levels[2].num_requests, 64);  // 4 per user
   EXPECT_EQ(levels[2].warmup, 2);
 
@@ -133,7 +136,8 @@ TEST(BenchOptions, LevelsAndDefaults) {
   EXPECT_EQ(open.levels()[1].num_requests, 0);  // bounded by the duration
   EXPECT_DOUBLE_EQ(open.levels()[1].duration_s, 30);
 
-  const BenchOptions p = parse_options(args({"--priority", "-3", "--timeout", "1.5", "--no-keep-alive"}));
+  const BenchOptions p =
+      parse_options(args({"--priority", "-3", "--timeout", "1.5", "--no-keep-alive"}));
   EXPECT_EQ(*p.request.priority, -3);
   EXPECT_EQ(p.client.timeout.count(), 1500);
   EXPECT_FALSE(p.client.keep_alive);
@@ -141,16 +145,12 @@ TEST(BenchOptions, LevelsAndDefaults) {
 }
 
 TEST(BenchOptions, BadFlags) {
-  for (auto bad : std::vector<std::vector<std::string>>{args({"--concurrency", "0"}),
-                                                        args({"--concurrency", "1,x"}),
-                                                        args({"--rate", "-1"}),
-                                                        args({"--rate", "1", "--concurrency", "2"}),
-                                                        args({"--max-tokens", "0"}),
-                                                        args({"--endpoint", "embeddings"}),
-                                                        args({"--workload", "w.jsonl", "--prompt-tokens", "5"}),
-                                                        args({"--extra-body", "[1]"}),
-                                                        args({"--timeout", "0"}),
-                                                        args({"--bogus"})})
+  for (auto bad : std::vector<std::vector<std::string>>{
+           args({"--concurrency", "0"}), args({"--concurrency", "1,x"}), args({"--rate", "-1"}),
+           args({"--rate", "1", "--concurrency", "2"}), args({"--max-tokens", "0"}),
+           args({"--endpoint", "embeddings"}),
+           args({"--workload", "w.jsonl", "--prompt-tokens", "5"}), args({"--extra-body", "[1]"}),
+           args({"--timeout", "0"}), args({"--bogus"})})
     EXPECT_THROW(parse_options(bad), cli::UsageError) << bad[0];
 }
 

@@ -35,7 +35,8 @@ struct Outcome {
   std::optional<int64_t> retry;
 };
 
-Outcome run(const std::vector<std::string_view>& chunks, size_t max_event_bytes = SseParser::kDefaultMaxEventBytes) {
+Outcome run(const std::vector<std::string_view>& chunks,
+            size_t max_event_bytes = SseParser::kDefaultMaxEventBytes) {
   SseParser p(max_event_bytes);
   Outcome out;
   for (std::string_view c : chunks) out.ok = p.feed(c, out.events) && out.ok;
@@ -49,7 +50,8 @@ Outcome run(const std::vector<std::string_view>& chunks, size_t max_event_bytes 
 std::vector<std::vector<std::string_view>> feedings(std::string_view input) {
   std::vector<std::vector<std::string_view>> all;
   all.push_back({input});
-  for (size_t cut = 0; cut <= input.size(); ++cut) all.push_back({input.substr(0, cut), input.substr(cut)});
+  for (size_t cut = 0; cut <= input.size(); ++cut)
+    all.push_back({input.substr(0, cut), input.substr(cut)});
   std::vector<std::string_view> bytes;
   for (size_t i = 0; i < input.size(); ++i) bytes.push_back(input.substr(i, 1));
   all.push_back(bytes);
@@ -70,7 +72,9 @@ const std::vector<Case>& cases() {
       {"comment", ": ping\n\ndata: x\n: another\n\n", {{"message", "x", ""}}, false, 2},
       {"comment_only_stream", ":keep-alive\n:keep-alive\n", {}, false, 2},
       {"event_type", "event: error\ndata: {\"error\":1}\n\n", {{"error", "{\"error\":1}", ""}}},
-      {"event_type_resets", "event: a\ndata: 1\n\ndata: 2\n\n", {{"a", "1", ""}, {"message", "2", ""}}},
+      {"event_type_resets",
+       "event: a\ndata: 1\n\ndata: 2\n\n",
+       {{"a", "1", ""}, {"message", "2", ""}}},
       {"no_space_after_colon", "data:x\n\n", {{"message", "x", ""}}},
       {"only_one_space_removed", "data:  x \n\n", {{"message", " x ", ""}}},
       {"colon_in_value", "data: a:b: c\n\n", {{"message", "a:b: c", ""}}},
@@ -78,13 +82,22 @@ const std::vector<Case>& cases() {
       {"empty_data_lines", "data\ndata\n\n", {{"message", "\n", ""}}},
       {"unknown_field_ignored", "foo: bar\ndata: x\nDATA: y\n\n", {{"message", "x", ""}}},
       {"no_data_no_event", "event: x\n\ndata: y\n\n", {{"message", "y", ""}}},
-      {"id_persists", "id: 7\ndata: a\n\ndata: b\n\nid\ndata: c\n\n",
+      {"id_persists",
+       "id: 7\ndata: a\n\ndata: b\n\nid\ndata: c\n\n",
        {{"message", "a", "7"}, {"message", "b", "7"}, {"message", "c", ""}}},
-      {"id_with_nul_ignored", "id: 1\ndata: a\n\nid: 2\0x\ndata: b\n\n"s,
+      {"id_with_nul_ignored",
+       "id: 1\ndata: a\n\nid: 2\0x\ndata: b\n\n"s,
        {{"message", "a", "1"}, {"message", "b", "1"}}},
       {"id_without_data_still_updates", "id: 5\n\ndata: a\n\n", {{"message", "a", "5"}}},
-      {"bom_skipped_once", "\xEF\xBB\xBF" "data: a\n\n\xEF\xBB\xBF" "data: b\n\n", {{"message", "a", ""}}},
-      {"partial_bom_is_data", "\xEF\xBB" "data: a\n\ndata: b\n\n", {{"message", "b", ""}}},
+      {"bom_skipped_once",
+       "\xEF\xBB\xBF"
+       "data: a\n\n\xEF\xBB\xBF"
+       "data: b\n\n",
+       {{"message", "a", ""}}},
+      {"partial_bom_is_data",
+       "\xEF\xBB"
+       "data: a\n\ndata: b\n\n",
+       {{"message", "b", ""}}},
       {"truncated_event", "data: a\n\ndata: b\n", {{"message", "a", ""}}, true},
       {"truncated_line", "data: a\n\ndata: b", {{"message", "a", ""}}, true},
       {"blank_lines_only", "\n\n\r\n\r", {}},
@@ -97,7 +110,9 @@ const std::vector<Case>& cases() {
         {"message", "{\"choices\":[{\"text\":\" there\"}]}", ""},
         {"message", "{\"choices\":[],\"usage\":{\"completion_tokens\":2}}", ""},
         {"message", "[DONE]", ""}}},
-      {"utf8_passes_through", "data: caf\xC3\xA9 \xF0\x9F\x9A\x82\n\n", {{"message", "caf\xC3\xA9 \xF0\x9F\x9A\x82", ""}}},
+      {"utf8_passes_through",
+       "data: caf\xC3\xA9 \xF0\x9F\x9A\x82\n\n",
+       {{"message", "caf\xC3\xA9 \xF0\x9F\x9A\x82", ""}}},
   };
   return kCases;
 }
@@ -107,7 +122,8 @@ class SseParserCase : public ::testing::TestWithParam<size_t> {};
 TEST_P(SseParserCase, SameEventsForEveryChunking) {
   const Case& c = cases()[GetParam()];
   for (const auto& chunks : feedings(c.input)) {
-    std::string how = std::to_string(chunks.size()) + " chunks, first " + std::to_string(chunks[0].size()) + " bytes";
+    std::string how = std::to_string(chunks.size()) + " chunks, first " +
+                      std::to_string(chunks[0].size()) + " bytes";
     const Outcome out = run(chunks);
     ASSERT_TRUE(out.ok) << how;
     ASSERT_EQ(out.events.size(), c.events.size()) << how;
@@ -122,7 +138,9 @@ TEST_P(SseParserCase, SameEventsForEveryChunking) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, SseParserCase, ::testing::Range<size_t>(0, cases().size()),
-                         [](const ::testing::TestParamInfo<size_t>& info) { return cases()[info.param].name; });
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return cases()[info.param].name;
+                         });
 
 TEST(SseParser, Retry) {
   for (const auto& chunks : feedings("retry: 3000\n\nretry: 3a\nretry:\nretry: -1\ndata: x\n\n")) {

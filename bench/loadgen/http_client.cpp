@@ -197,6 +197,13 @@ void StreamingRequest::on_read_body(beast::error_code ec, std::size_t) {
       close();
       return complete();
     }
+    // The server closed the stream before [DONE]: a truncated response, reported as one.
+    if (streaming_ && (ec == http::error::end_of_stream || ec == http::error::partial_message ||
+                       ec == net::error::eof)) {
+      accumulator_.finish(now, sse_.finish());
+      close();
+      return complete();
+    }
     return fail(ec, "read body");
   }
   if (!parser_->is_done()) return do_read_body();

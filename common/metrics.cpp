@@ -27,15 +27,20 @@ std::string escape(const std::string& s, bool quote) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (quote && c == '"') out += "\\\"";
-    else out.push_back(c);
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (quote && c == '"')
+      out += "\\\"";
+    else
+      out.push_back(c);
   }
   return out;
 }
 
-std::string label_text(const MetricLabels& labels, const char* extra_name = nullptr, const std::string& extra_value = {}) {
+std::string label_text(const MetricLabels& labels, const char* extra_name = nullptr,
+                       const std::string& extra_value = {}) {
   if (labels.empty() && !extra_name) return {};
   std::string out = "{";
   bool first = true;
@@ -72,9 +77,12 @@ void Counter::inc(double v) {
   if (v > 0) atomic_add(value_, v);  // counters never go down
 }
 
-void Gauge::inc(double v) { atomic_add(value_, v); }
+void Gauge::inc(double v) {
+  atomic_add(value_, v);
+}
 
-Histogram::Histogram(std::vector<double> upper_bounds) : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {
   for (size_t i = 0; i < bounds_.size(); ++i) {
     SY_CHECK_MSG(std::isfinite(bounds_[i]), "histogram bounds must be finite");
     SY_CHECK_MSG(i == 0 || bounds_[i] > bounds_[i - 1], "histogram bounds must increase");
@@ -126,10 +134,12 @@ struct MetricsRegistry::Family {
 MetricsRegistry::MetricsRegistry() = default;
 MetricsRegistry::~MetricsRegistry() = default;
 
-MetricsRegistry::Series& MetricsRegistry::series(const std::string& name, const std::string& help, Type type,
-                                                 const MetricLabels& labels, bool& created) {
+MetricsRegistry::Series& MetricsRegistry::series(const std::string& name, const std::string& help,
+                                                 Type type, const MetricLabels& labels,
+                                                 bool& created) {
   SY_CHECK_MSG(valid_metric_name(name), "bad metric name '%s'", name.c_str());
-  for (const auto& [k, v] : labels) SY_CHECK_MSG(valid_label_name(k) && k != "le", "bad label name '%s'", k.c_str());
+  for (const auto& [k, v] : labels)
+    SY_CHECK_MSG(valid_label_name(k) && k != "le", "bad label name '%s'", k.c_str());
   // Caller holds mu_.
   Family* f = nullptr;
   auto it = by_name_.find(name);
@@ -153,7 +163,8 @@ MetricsRegistry::Series& MetricsRegistry::series(const std::string& name, const 
   return *f->series.back();
 }
 
-Counter& MetricsRegistry::counter(const std::string& name, const std::string& help, const MetricLabels& labels) {
+Counter& MetricsRegistry::counter(const std::string& name, const std::string& help,
+                                  const MetricLabels& labels) {
   std::lock_guard<std::mutex> lock(mu_);
   bool created = false;
   Series& s = series(name, help, Type::kCounter, labels, created);
@@ -162,7 +173,8 @@ Counter& MetricsRegistry::counter(const std::string& name, const std::string& he
   return *s.counter;
 }
 
-Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help, const MetricLabels& labels) {
+Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
+                              const MetricLabels& labels) {
   std::lock_guard<std::mutex> lock(mu_);
   bool created = false;
   Series& s = series(name, help, Type::kGauge, labels, created);
@@ -171,7 +183,8 @@ Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help, 
   return *s.gauge;
 }
 
-Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help, std::vector<double> upper_bounds,
+Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help,
+                                      std::vector<double> upper_bounds,
                                       const MetricLabels& labels) {
   std::lock_guard<std::mutex> lock(mu_);
   bool created = false;
@@ -180,8 +193,8 @@ Histogram& MetricsRegistry::histogram(const std::string& name, const std::string
   return *s.histogram;
 }
 
-void MetricsRegistry::counter_fn(const std::string& name, const std::string& help, std::function<double()> read,
-                                 const MetricLabels& labels) {
+void MetricsRegistry::counter_fn(const std::string& name, const std::string& help,
+                                 std::function<double()> read, const MetricLabels& labels) {
   std::lock_guard<std::mutex> lock(mu_);
   bool created = false;
   Series& s = series(name, help, Type::kCounter, labels, created);
@@ -189,8 +202,8 @@ void MetricsRegistry::counter_fn(const std::string& name, const std::string& hel
   s.read = std::move(read);
 }
 
-void MetricsRegistry::gauge_fn(const std::string& name, const std::string& help, std::function<double()> read,
-                               const MetricLabels& labels) {
+void MetricsRegistry::gauge_fn(const std::string& name, const std::string& help,
+                               std::function<double()> read, const MetricLabels& labels) {
   std::lock_guard<std::mutex> lock(mu_);
   bool created = false;
   Series& s = series(name, help, Type::kGauge, labels, created);
@@ -202,15 +215,19 @@ std::string MetricsRegistry::expose() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
   for (const auto& f : families_) {
-    const char* type = f->type == Type::kCounter ? "counter" : f->type == Type::kGauge ? "gauge" : "histogram";
+    const char* type = f->type == Type::kCounter ? "counter"
+                       : f->type == Type::kGauge ? "gauge"
+                                                 : "histogram";
     out += "# HELP " + f->name + " " + escape(f->help, false) + "\n";
     out += "# TYPE " + f->name + " " + type + "\n";
     for (const auto& s : f->series) {
       if (s->histogram) {
         const Histogram::Snapshot snap = s->histogram->snapshot();
         for (size_t i = 0; i <= snap.upper_bounds.size(); ++i) {
-          const std::string le = i < snap.upper_bounds.size() ? format_metric_value(snap.upper_bounds[i]) : "+Inf";
-          out += f->name + "_bucket" + label_text(s->labels, "le", le) + " " + std::to_string(snap.cumulative[i]) + "\n";
+          const std::string le =
+              i < snap.upper_bounds.size() ? format_metric_value(snap.upper_bounds[i]) : "+Inf";
+          out += f->name + "_bucket" + label_text(s->labels, "le", le) + " " +
+                 std::to_string(snap.cumulative[i]) + "\n";
         }
         const std::string labels = label_text(s->labels);
         out += f->name + "_sum" + labels + " " + format_metric_value(snap.sum) + "\n";
@@ -218,9 +235,12 @@ std::string MetricsRegistry::expose() const {
         continue;
       }
       double v = 0;
-      if (s->read) v = s->read();
-      else if (s->counter) v = s->counter->value();
-      else if (s->gauge) v = s->gauge->value();
+      if (s->read)
+        v = s->read();
+      else if (s->counter)
+        v = s->counter->value();
+      else if (s->gauge)
+        v = s->gauge->value();
       out += f->name + label_text(s->labels) + " " + format_metric_value(v) + "\n";
     }
   }

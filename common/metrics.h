@@ -58,7 +58,7 @@ class Histogram {
 
  private:
   const std::vector<double> bounds_;
-  mutable std::mutex mu_;  // sum and counts change together, so a scrape sees one state
+  mutable std::mutex mu_;         // sum and counts change together, so a scrape sees one state
   std::vector<uint64_t> counts_;  // per bucket (not cumulative), last is +Inf
   double sum_ = 0;
   uint64_t count_ = 0;
@@ -74,10 +74,11 @@ class MetricsRegistry {
   MetricsRegistry(const MetricsRegistry&) = delete;
   MetricsRegistry& operator=(const MetricsRegistry&) = delete;
 
-  Counter& counter(const std::string& name, const std::string& help, const MetricLabels& labels = {});
+  Counter& counter(const std::string& name, const std::string& help,
+                   const MetricLabels& labels = {});
   Gauge& gauge(const std::string& name, const std::string& help, const MetricLabels& labels = {});
-  Histogram& histogram(const std::string& name, const std::string& help, std::vector<double> upper_bounds,
-                       const MetricLabels& labels = {});
+  Histogram& histogram(const std::string& name, const std::string& help,
+                       std::vector<double> upper_bounds, const MetricLabels& labels = {});
   // Series whose value is read when exposed, from state another component owns (e.g.
   // the engine's atomics). `read` must be thread-safe and cheap.
   void counter_fn(const std::string& name, const std::string& help, std::function<double()> read,
@@ -93,8 +94,8 @@ class MetricsRegistry {
   enum class Type { kCounter, kGauge, kHistogram };
   struct Series;
   struct Family;
-  Series& series(const std::string& name, const std::string& help, Type type, const MetricLabels& labels,
-                 bool& created);
+  Series& series(const std::string& name, const std::string& help, Type type,
+                 const MetricLabels& labels, bool& created);
 
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Family>> families_;

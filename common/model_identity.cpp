@@ -26,7 +26,8 @@ std::string file_identity(const std::filesystem::path& p) {
   if (!in.read(head.data(), static_cast<std::streamsize>(head.size())))
     throw ModelFileError(p.string() + ": cannot read");
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016" PRIx64, static_cast<uint64_t>(XXH3_64bits(head.data(), head.size())));
+  std::snprintf(hex, sizeof hex, "%016" PRIx64,
+                static_cast<uint64_t>(XXH3_64bits(head.data(), head.size())));
   return "size=" + std::to_string(size) + " head_xxh3=" + hex;
 }
 
@@ -37,19 +38,23 @@ std::string model_identity_description(const std::string& model_path) {
   std::string out = "switchyard-model-v1\n";
   if (!fs::is_directory(model_path)) {
     const std::string id = file_identity(model_path);  // "size=N head_xxh3=H"
-    return out + "format=gguf\n" + id.substr(0, id.find(' ')) + "\n" + id.substr(id.find(' ') + 1) + "\n";
+    return out + "format=gguf\n" + id.substr(0, id.find(' ')) + "\n" + id.substr(id.find(' ') + 1) +
+           "\n";
   }
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(model_path)) {
     if (!e.is_regular_file()) continue;
     const std::string name = e.path().filename().string();
-    const bool meta = name == "config.json" || name == "tokenizer.json" || name == "tokenizer_config.json";
-    const bool weights = name.size() > 12 && name.compare(name.size() - 12, 12, ".safetensors") == 0;
+    const bool meta =
+        name == "config.json" || name == "tokenizer.json" || name == "tokenizer_config.json";
+    const bool weights =
+        name.size() > 12 && name.compare(name.size() - 12, 12, ".safetensors") == 0;
     if (meta || weights) names.push_back(name);
   }
   std::sort(names.begin(), names.end());
   out += "format=hf\n";
-  for (const auto& name : names) out += name + " " + file_identity(fs::path(model_path) / name) + "\n";
+  for (const auto& name : names)
+    out += name + " " + file_identity(fs::path(model_path) / name) + "\n";
   return out;
 }
 

@@ -36,7 +36,10 @@ const Handler* Router::find(Verb method, std::string_view path, Status& status) 
 class HttpServer::Listener : public std::enable_shared_from_this<Listener> {
  public:
   Listener(net::io_context& ioc, std::shared_ptr<ServerState> state)
-      : ioc_(ioc), acceptor_(net::make_strand(ioc)), retry_timer_(acceptor_.get_executor()), state_(std::move(state)) {}
+      : ioc_(ioc),
+        acceptor_(net::make_strand(ioc)),
+        retry_timer_(acceptor_.get_executor()),
+        state_(std::move(state)) {}
 
   std::string listen(uint16_t& port) {
     const auto& o = state_->options;
@@ -57,7 +60,10 @@ class HttpServer::Listener : public std::enable_shared_from_this<Listener> {
     return {};
   }
 
-  void run() { net::dispatch(acceptor_.get_executor(), beast::bind_front_handler(&Listener::do_accept, shared_from_this())); }
+  void run() {
+    net::dispatch(acceptor_.get_executor(),
+                  beast::bind_front_handler(&Listener::do_accept, shared_from_this()));
+  }
 
   void stop() {
     net::post(acceptor_.get_executor(), [self = shared_from_this()] {
@@ -70,7 +76,8 @@ class HttpServer::Listener : public std::enable_shared_from_this<Listener> {
  private:
   void do_accept() {
     // Each connection gets its own strand: its handlers never run concurrently.
-    acceptor_.async_accept(net::make_strand(ioc_), beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
+    acceptor_.async_accept(net::make_strand(ioc_),
+                           beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
   }
 
   void on_accept(beast::error_code ec, tcp::socket socket) {
@@ -95,8 +102,10 @@ class HttpServer::Listener : public std::enable_shared_from_this<Listener> {
   // 503 and close, without a session: the answer fits any socket buffer.
   static void reject(tcp::socket socket) {
     static const std::string kResponse = [] {
-      const std::string body = api_error_body(ApiError::unavailable("too many connections", "too_many_connections"));
-      return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+      const std::string body =
+          api_error_body(ApiError::unavailable("too many connections", "too_many_connections"));
+      return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: "
+             "close\r\nContent-Length: " +
              std::to_string(body.size()) + "\r\n\r\n" + body;
     }();
     auto s = std::make_shared<tcp::socket>(std::move(socket));
@@ -128,7 +137,9 @@ HttpServer::~HttpServer() {
   close_all();
 }
 
-const ServerOptions& HttpServer::options() const { return state_->options; }
+const ServerOptions& HttpServer::options() const {
+  return state_->options;
+}
 
 std::string HttpServer::start() {
   listener_ = std::make_shared<Listener>(ioc_, state_);
@@ -166,6 +177,8 @@ void HttpServer::close_all() {
   for (auto& s : live_sessions(*state_)) s->shutdown(true);
 }
 
-size_t HttpServer::connections() const { return state_->connections.load(); }
+size_t HttpServer::connections() const {
+  return state_->connections.load();
+}
 
 }  // namespace sy::http

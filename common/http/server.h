@@ -43,9 +43,9 @@ using Verb = bhttp::verb;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 0;  // 0: chosen by the OS
-  size_t header_limit = 16 * 1024;       // request line + headers; above: 431
-  size_t body_limit = 4 * 1024 * 1024;   // above: 413
+  uint16_t port = 0;                    // 0: chosen by the OS
+  size_t header_limit = 16 * 1024;      // request line + headers; above: 431
+  size_t body_limit = 4 * 1024 * 1024;  // above: 413
   // From the first byte of a request to the end of its headers (slow-header clients).
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds body_timeout{30'000};

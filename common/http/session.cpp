@@ -4,11 +4,11 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <boost/beast/core/string.hpp>
 
 namespace sy::http {
 
@@ -25,8 +25,9 @@ const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // Errors that only mean "the peer went away or we closed": not worth a log line.
 bool quiet_error(beast::error_code ec) {
-  return ec == net::error::eof || ec == net::error::operation_aborted || ec == net::error::connection_reset ||
-         ec == net::error::broken_pipe || ec == beast::error::timeout || ec == bhttp::error::end_of_stream ||
+  return ec == net::error::eof || ec == net::error::operation_aborted ||
+         ec == net::error::connection_reset || ec == net::error::broken_pipe ||
+         ec == beast::error::timeout || ec == bhttp::error::end_of_stream ||
          ec == net::error::not_connected || ec == net::error::bad_descriptor;
 }
 
@@ -66,7 +67,8 @@ void Session::run() {
   stream_.socket().set_option(tcp::no_delay(true), ec);
   // The watch reads whatever is available without blocking (see on_watch).
   stream_.socket().non_blocking(true, ec);
-  net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::do_read, shared_from_this()));
+  net::dispatch(stream_.get_executor(),
+                beast::bind_front_handler(&Session::do_read, shared_from_this()));
 }
 
 void Session::shutdown(bool force) {
@@ -78,7 +80,8 @@ void Session::shutdown(bool force) {
 }
 
 void Session::fail(beast::error_code ec, const char* what) {
-  if (!quiet_error(ec) && state_->options.log) state_->options.log(std::string(what) + ": " + ec.message());
+  if (!quiet_error(ec) && state_->options.log)
+    state_->options.log(std::string(what) + ": " + ec.message());
   if (in_request_) return client_gone();
   close_socket();
 }
@@ -94,7 +97,8 @@ void Session::do_read() {
   if (buffer_.size() > 0) return do_read_header();
   // Wait for the first byte under the idle timeout; the header timeout starts then. A new
   // connection that sends nothing gets only the header timeout.
-  stream_.expires_after(first_request_ ? state_->options.header_timeout : state_->options.idle_timeout);
+  stream_.expires_after(first_request_ ? state_->options.header_timeout
+                                       : state_->options.idle_timeout);
   stream_.async_read_some(buffer_.prepare(kReadChunk),
                           beast::bind_front_handler(&Session::on_first_bytes, shared_from_this()));
 }
@@ -114,10 +118,17 @@ void Session::do_read_header() {
 void Session::on_read_header(beast::error_code ec, size_t) {
   first_request_ = false;
   if (ec == bhttp::error::header_limit)
-    return reject(ApiError{431, "invalid_request_error", "request headers exceed " +
-                           std::to_string(state_->options.header_limit) + " bytes", {}, "headers_too_large"}, true);
+    return reject(ApiError{431,
+                           "invalid_request_error",
+                           "request headers exceed " +
+                               std::to_string(state_->options.header_limit) + " bytes",
+                           {},
+                           "headers_too_large"},
+                  true);
   if (ec == bhttp::error::body_limit)  // Content-Length above the limit
-    return reject(ApiError::too_large("request body exceeds " + std::to_string(state_->options.body_limit) + " bytes"), true);
+    return reject(ApiError::too_large("request body exceeds " +
+                                      std::to_string(state_->options.body_limit) + " bytes"),
+                  true);
   if (is_syntax_error(ec))
     return reject(ApiError::bad_request("malformed HTTP request: " + ec.message()), true);
   if (ec) return fail(ec, "read header");
@@ -137,12 +148,15 @@ void Session::on_read_header(beast::error_code ec, size_t) {
 void Session::do_read_body() {
   if (parser_->is_done()) return on_read({}, 0);
   stream_.expires_after(state_->options.body_timeout);
-  bhttp::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
+  bhttp::async_read(stream_, buffer_, *parser_,
+                    beast::bind_front_handler(&Session::on_read, shared_from_this()));
 }
 
 void Session::on_read(beast::error_code ec, size_t) {
   if (ec == bhttp::error::body_limit)
-    return reject(ApiError::too_large("request body exceeds " + std::to_string(state_->options.body_limit) + " bytes"), true);
+    return reject(ApiError::too_large("request body exceeds " +
+                                      std::to_string(state_->options.body_limit) + " bytes"),
+                  true);
   if (is_syntax_error(ec))
     return reject(ApiError::bad_request("malformed HTTP request: " + ec.message()), true);
   if (ec) return fail(ec, "read body");
@@ -168,9 +182,14 @@ void Session::handle_request(Request request) {
   const Handler* handler = state_->router.find(request.method(), path, status);
   if (!handler) {
     in_request_ = false;
-    ApiError e = status == Status::method_not_allowed
-                     ? ApiError{405, "invalid_request_error", "method not allowed", {}, "method_not_allowed"}
-                     : ApiError{404, "invalid_request_error", "no route for " + std::string(path), {}, "not_found"};
+    ApiError e =
+        status == Status::method_not_allowed
+            ? ApiError{405, "invalid_request_error", "method not allowed", {}, "method_not_allowed"}
+            : ApiError{404,
+                       "invalid_request_error",
+                       "no route for " + std::string(path),
+                       {},
+                       "not_found"};
     return reject(e, !keep_alive_);
   }
   auto exchange = std::make_shared<Exchange>(shared_from_this(), seq_, std::move(request));
@@ -186,9 +205,9 @@ void Session::start_watch() {
   if (buffer_.size() >= state_->options.max_read_ahead) return;  // resumes with the next request
   watching_ = true;
   const uint64_t gen = ++watch_gen_;
-  stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), gen](beast::error_code ec) {
-    self->on_watch(gen, ec);
-  });
+  stream_.socket().async_wait(
+      tcp::socket::wait_read,
+      [self = shared_from_this(), gen](beast::error_code ec) { self->on_watch(gen, ec); });
 }
 
 void Session::on_watch(uint64_t gen, beast::error_code ec) {
@@ -227,9 +246,10 @@ void Session::client_gone() {
 // ---- plain responses ----
 
 void Session::post_respond(uint64_t seq, std::shared_ptr<Response> response) {
-  net::post(stream_.get_executor(), [self = shared_from_this(), seq, r = std::move(response)]() mutable {
-    self->do_respond(seq, std::move(r));
-  });
+  net::post(stream_.get_executor(),
+            [self = shared_from_this(), seq, r = std::move(response)]() mutable {
+              self->do_respond(seq, std::move(r));
+            });
 }
 
 void Session::do_respond(uint64_t seq, std::shared_ptr<Response> response) {
@@ -243,7 +263,8 @@ void Session::do_respond(uint64_t seq, std::shared_ptr<Response> response) {
   response->prepare_payload();
   plain_ = std::move(response);
   stream_.expires_after(state_->options.write_timeout);
-  bhttp::async_write(stream_, *plain_, beast::bind_front_handler(&Session::on_write_response, shared_from_this()));
+  bhttp::async_write(stream_, *plain_,
+                     beast::bind_front_handler(&Session::on_write_response, shared_from_this()));
 }
 
 void Session::on_write_response(beast::error_code ec, size_t) {
@@ -255,9 +276,10 @@ void Session::on_write_response(beast::error_code ec, size_t) {
 // ---- streamed responses ----
 
 void Session::post_start_stream(uint64_t seq, Status status, std::string content_type) {
-  net::post(stream_.get_executor(), [self = shared_from_this(), seq, status, ct = std::move(content_type)]() mutable {
-    self->do_start_stream(seq, status, std::move(ct));
-  });
+  net::post(stream_.get_executor(),
+            [self = shared_from_this(), seq, status, ct = std::move(content_type)]() mutable {
+              self->do_start_stream(seq, status, std::move(ct));
+            });
 }
 
 void Session::do_start_stream(uint64_t seq, Status status, std::string content_type) {
@@ -278,8 +300,9 @@ void Session::do_start_stream(uint64_t seq, Status status, std::string content_t
   stream_sr_ = std::make_unique<bhttp::response_serializer<bhttp::empty_body>>(h);
   writing_ = true;
   stream_.expires_after(state_->options.write_timeout);
-  bhttp::async_write_header(stream_, *stream_sr_,
-                            beast::bind_front_handler(&Session::on_write_stream_header, shared_from_this()));
+  bhttp::async_write_header(
+      stream_, *stream_sr_,
+      beast::bind_front_handler(&Session::on_write_stream_header, shared_from_this()));
 }
 
 void Session::on_write_stream_header(beast::error_code ec, size_t) {
@@ -298,14 +321,16 @@ bool Session::post_write(uint64_t seq, std::string data) {
     queued_bytes_.fetch_sub(size);
     gone_.store(true);
     net::post(stream_.get_executor(), [self = shared_from_this()] {
-      if (self->state_->options.log) self->state_->options.log("stream queue overflow: dropping the connection");
+      if (self->state_->options.log)
+        self->state_->options.log("stream queue overflow: dropping the connection");
       self->client_gone();
     });
     return false;
   }
-  net::post(stream_.get_executor(), [self = shared_from_this(), seq, d = std::move(data)]() mutable {
-    self->do_write(seq, std::move(d));
-  });
+  net::post(stream_.get_executor(),
+            [self = shared_from_this(), seq, d = std::move(data)]() mutable {
+              self->do_write(seq, std::move(d));
+            });
   return true;
 }
 
@@ -371,11 +396,12 @@ void Session::do_finish(uint64_t seq) {
 // ---- the end of a request ----
 
 void Session::post_on_cancel(uint64_t seq, std::function<void()> on_cancel) {
-  net::post(stream_.get_executor(), [self = shared_from_this(), seq, cb = std::move(on_cancel)]() mutable {
-    if (seq != self->seq_ || !self->in_request_) return;  // the response is complete
-    if (self->client_gone_) return cb();
-    self->on_cancel_ = std::move(cb);
-  });
+  net::post(stream_.get_executor(),
+            [self = shared_from_this(), seq, cb = std::move(on_cancel)]() mutable {
+              if (seq != self->seq_ || !self->in_request_) return;  // the response is complete
+              if (self->client_gone_) return cb();
+              self->on_cancel_ = std::move(cb);
+            });
 }
 
 void Session::finish_request() {
@@ -400,9 +426,10 @@ void Session::reject(const ApiError& error, bool close) {
   res->prepare_payload();
   plain_ = res;
   stream_.expires_after(state_->options.write_timeout);
-  bhttp::async_write(stream_, *plain_, [self = shared_from_this(), close](beast::error_code ec, size_t n) {
-    self->on_write_reject(close, ec, n);
-  });
+  bhttp::async_write(stream_, *plain_,
+                     [self = shared_from_this(), close](beast::error_code ec, size_t n) {
+                       self->on_write_reject(close, ec, n);
+                     });
 }
 
 void Session::on_write_reject(bool close, beast::error_code ec, size_t) {
@@ -417,14 +444,16 @@ void Session::do_linger_close() {
   stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
   buffer_.clear();
   stream_.expires_after(kLingerTime);
-  stream_.async_read_some(buffer_.prepare(kReadChunk), beast::bind_front_handler(&Session::on_linger, shared_from_this()));
+  stream_.async_read_some(buffer_.prepare(kReadChunk),
+                          beast::bind_front_handler(&Session::on_linger, shared_from_this()));
 }
 
 void Session::on_linger(beast::error_code ec, size_t n) {
   linger_bytes_ += n;
   buffer_.clear();
   if (ec || linger_bytes_ > kLingerMaxBytes) return close_socket();
-  stream_.async_read_some(buffer_.prepare(kReadChunk), beast::bind_front_handler(&Session::on_linger, shared_from_this()));
+  stream_.async_read_some(buffer_.prepare(kReadChunk),
+                          beast::bind_front_handler(&Session::on_linger, shared_from_this()));
 }
 
 void Session::do_close() {
@@ -465,7 +494,9 @@ std::string_view Exchange::query() const {
   return q == std::string_view::npos ? std::string_view() : t.substr(q + 1);
 }
 
-net::any_io_executor Exchange::executor() const { return session_->executor(); }
+net::any_io_executor Exchange::executor() const {
+  return session_->executor();
+}
 
 void Exchange::respond(Response response) {
   if (answered_.exchange(true)) return;
@@ -502,6 +533,8 @@ void Exchange::finish() {
   session_->post_finish(seq_);
 }
 
-void Exchange::on_cancel(std::function<void()> on_cancel) { session_->post_on_cancel(seq_, std::move(on_cancel)); }
+void Exchange::on_cancel(std::function<void()> on_cancel) {
+  session_->post_on_cancel(seq_, std::move(on_cancel));
+}
 
 }  // namespace sy::http

@@ -27,7 +27,7 @@ struct ServerState {
   Router router;
   std::atomic<size_t> connections{0};
   std::mutex mu;
-  bool stopping = false;                                    // guarded by mu
+  bool stopping = false;                                          // guarded by mu
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
 };
 
@@ -94,7 +94,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool first_request_ = true;
   bool in_request_ = false;  // from a complete request until its response is written
   bool keep_alive_ = false;
-  bool http10_ = false;      // HTTP/1.0 client: no chunked encoding, close at the end
+  bool http10_ = false;  // HTTP/1.0 client: no chunked encoding, close at the end
   unsigned version_ = 11;
   bool stopping_ = false;
   bool closed_ = false;
@@ -114,8 +114,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool header_written_ = false;
   bool writing_ = false;
   bool finish_requested_ = false;
-  std::string pending_;   // streamed bytes not yet handed to the socket
-  std::string inflight_;  // bytes of the write in progress
+  std::string pending_;                  // streamed bytes not yet handed to the socket
+  std::string inflight_;                 // bytes of the write in progress
   std::atomic<size_t> queued_bytes_{0};  // pending_ + inflight_ + posted, for the bound
   size_t linger_bytes_ = 0;
 };

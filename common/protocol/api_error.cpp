@@ -5,11 +5,13 @@
 namespace sy {
 
 ApiError ApiError::bad_request(std::string message, std::string param, std::string code) {
-  return ApiError{400, "invalid_request_error", std::move(message), std::move(param), std::move(code)};
+  return ApiError{400, "invalid_request_error", std::move(message), std::move(param),
+                  std::move(code)};
 }
 
 ApiError ApiError::model_not_found(const std::string& model) {
-  return ApiError{404, "invalid_request_error", "The model '" + model + "' does not exist", "model", "model_not_found"};
+  return ApiError{404, "invalid_request_error", "The model '" + model + "' does not exist", "model",
+                  "model_not_found"};
 }
 
 ApiError ApiError::too_large(std::string message) {
@@ -28,7 +30,8 @@ std::string api_error_body(const ApiError& e) {
   nlohmann::ordered_json inner;
   inner["message"] = e.message;
   inner["type"] = e.type;
-  inner["param"] = e.param.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.param);
+  inner["param"] =
+      e.param.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.param);
   inner["code"] = e.code.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.code);
   nlohmann::ordered_json body;
   body["error"] = std::move(inner);

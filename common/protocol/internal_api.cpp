@@ -10,18 +10,22 @@ constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
 bool valid_request_id(const std::string& id) {
   if (id.empty() || id.size() > 128) return false;
   for (char c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-                    c == ':' || c == '-';
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == ':' || c == '-';
     if (!ok) return false;
   }
   return true;
 }
 
 Json usage_json(const Usage& u) {
-  return Json{{"prompt_tokens", u.prompt_tokens}, {"completion_tokens", u.completion_tokens}, {"cached_tokens", u.cached_tokens}};
+  return Json{{"prompt_tokens", u.prompt_tokens},
+              {"completion_tokens", u.completion_tokens},
+              {"cached_tokens", u.cached_tokens}};
 }
 
-std::string event(const char* name, const Json& data) { return std::string("event: ") + name + "\ndata: " + dump_json(data) + "\n\n"; }
+std::string event(const char* name, const Json& data) {
+  return std::string("event: ") + name + "\ndata: " + dump_json(data) + "\n\n";
+}
 
 std::optional<ApiError> parse_data(std::string_view data, Json& j) {
   if (auto e = parse_json_object(data, j)) return e;
@@ -30,15 +34,19 @@ std::optional<ApiError> parse_data(std::string_view data, Json& j) {
 
 }  // namespace
 
-std::optional<ApiError> parse_internal_generate(std::string_view body, InternalGenerateRequest& out) {
+std::optional<ApiError> parse_internal_generate(std::string_view body,
+                                                InternalGenerateRequest& out) {
   out = InternalGenerateRequest{};
   Json j;
   if (auto e = parse_json_object(body, j)) return e;
   FieldReader r(j);
-  if (!r.get_string("request_id", out.request_id) && r.ok()) r.fail("'request_id' is required", "request_id");
+  if (!r.get_string("request_id", out.request_id) && r.ok())
+    r.fail("'request_id' is required", "request_id");
   if (r.ok() && !valid_request_id(out.request_id))
     r.fail("'request_id' must be 1 to 128 characters of A-Z a-z 0-9 . _ : -", "request_id");
-  if (!r.get_int32_list("prompt_ids", 0, kInt32Max, std::numeric_limits<size_t>::max(), out.prompt_ids) && r.ok())
+  if (!r.get_int32_list("prompt_ids", 0, kInt32Max, std::numeric_limits<size_t>::max(),
+                        out.prompt_ids) &&
+      r.ok())
     r.fail("'prompt_ids' is required", "prompt_ids");
   if (r.ok() && out.prompt_ids.empty()) r.fail("'prompt_ids' must not be empty", "prompt_ids");
   r.get_int32_list("resume_ids", 0, kInt32Max, std::numeric_limits<size_t>::max(), out.resume_ids);
@@ -114,10 +122,12 @@ std::optional<ApiError> parse_internal_tokens(std::string_view data, InternalTok
   r.get_int32_list("ids", 0, kInt32Max, std::numeric_limits<size_t>::max(), out.ids);
   r.get_string("text", out.text);
   if (const Json* lps = r.find("logprobs"); lps && r.ok()) {
-    if (!lps->is_array() || lps->size() != out.ids.size()) return ApiError::bad_request("'logprobs' must match 'ids'", "logprobs");
+    if (!lps->is_array() || lps->size() != out.ids.size())
+      return ApiError::bad_request("'logprobs' must match 'ids'", "logprobs");
     for (const Json& e : *lps) {
       InternalTokenLogprob lp;
-      if (!e.is_object() || !e.contains("logprob") || !e["logprob"].is_number() || !e.contains("top") || !e["top"].is_array())
+      if (!e.is_object() || !e.contains("logprob") || !e["logprob"].is_number() ||
+          !e.contains("top") || !e["top"].is_array())
         return ApiError::bad_request("malformed 'logprobs' entry", "logprobs");
       lp.logprob = e["logprob"].get<float>();
       for (const Json& p : e["top"]) {
@@ -169,14 +179,17 @@ std::optional<ApiError> parse_kv_event(std::string_view data, KvEventWire& out) 
   auto seq = j.find("seq");
   auto type = j.find("type");
   auto hashes = j.find("hashes");
-  if (seq == j.end() || !seq->is_number_unsigned()) return ApiError::bad_request("'seq' must be an unsigned integer", "seq");
+  if (seq == j.end() || !seq->is_number_unsigned())
+    return ApiError::bad_request("'seq' must be an unsigned integer", "seq");
   if (type == j.end() || !type->is_string() || (*type != "stored" && *type != "removed"))
     return ApiError::bad_request("'type' must be \"stored\" or \"removed\"", "type");
-  if (hashes == j.end() || !hashes->is_array()) return ApiError::bad_request("'hashes' must be an array", "hashes");
+  if (hashes == j.end() || !hashes->is_array())
+    return ApiError::bad_request("'hashes' must be an array", "hashes");
   out.seq = seq->get<uint64_t>();
   out.stored = *type == "stored";
   for (const Json& h : *hashes) {
-    if (!h.is_number_unsigned()) return ApiError::bad_request("'hashes' must hold unsigned 64-bit integers", "hashes");
+    if (!h.is_number_unsigned())
+      return ApiError::bad_request("'hashes' must hold unsigned 64-bit integers", "hashes");
     out.hashes.push_back(h.get<uint64_t>());
   }
   return std::nullopt;

@@ -20,7 +20,7 @@
 namespace sy {
 
 struct InternalGenerateRequest {
-  std::string request_id;           // 1-128 of [A-Za-z0-9._:-]; unique among the worker's live requests
+  std::string request_id;  // 1-128 of [A-Za-z0-9._:-]; unique among the worker's live requests
   std::vector<int32_t> prompt_ids;  // not empty
   std::vector<int32_t> resume_ids;  // generated before, elsewhere: continued, not re-sent
   SamplingParams sampling;          // max_tokens counts resume_ids; logprobs -1 = none
@@ -29,7 +29,8 @@ struct InternalGenerateRequest {
 
 // Body checks only; ids against the vocabulary and lengths against the context are the
 // worker's (it knows the model).
-std::optional<ApiError> parse_internal_generate(std::string_view body, InternalGenerateRequest& out);
+std::optional<ApiError> parse_internal_generate(std::string_view body,
+                                                InternalGenerateRequest& out);
 std::string internal_generate_body(const InternalGenerateRequest& r);
 
 struct InternalTokenLogprob {

@@ -25,10 +25,12 @@ class ErrorSax : public nlohmann::json_sax<Json> {
   bool end_object() override { return true; }
   bool start_array(std::size_t) override { return true; }
   bool end_array() override { return true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
+  bool parse_error(std::size_t, const std::string&,
+                   const nlohmann::detail::exception& ex) override {
     message = ex.what();
     // "[json.exception.parse_error.101] parse error at line 1, ..." → "parse error at ..."
-    if (const size_t p = message.find("] "); message.rfind("[json.exception", 0) == 0 && p != std::string::npos)
+    if (const size_t p = message.find("] ");
+        message.rfind("[json.exception", 0) == 0 && p != std::string::npos)
       message.erase(0, p + 2);
     return false;
   }
@@ -42,11 +44,14 @@ bool too_deep(std::string_view s, int limit) {
   for (size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
+    if (c == '"')
+      in_string = true;
     else if (c == '[' || c == '{') {
       if (++depth > limit) return true;
     } else if (c == ']' || c == '}') {
@@ -60,13 +65,15 @@ bool too_deep(std::string_view s, int limit) {
 
 std::optional<ApiError> parse_json_object(std::string_view body, Json& out) {
   if (too_deep(body, kMaxJsonDepth))
-    return ApiError::bad_request("request JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return ApiError::bad_request("request JSON nests deeper than " + std::to_string(kMaxJsonDepth) +
+                                 " levels");
   out = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (out.is_discarded()) {
     if (!is_valid_utf8(body)) return ApiError::bad_request("request body is not valid UTF-8");
     ErrorSax sax;
     Json::sax_parse(body.begin(), body.end(), &sax);
-    return ApiError::bad_request("malformed JSON in request body: " + (sax.message.empty() ? "parse error" : sax.message));
+    return ApiError::bad_request("malformed JSON in request body: " +
+                                 (sax.message.empty() ? "parse error" : sax.message));
   }
   if (!out.is_object()) return ApiError::bad_request("request body must be a JSON object");
   return std::nullopt;
@@ -83,15 +90,23 @@ std::string quote_field(std::string_view name) {
 
 const char* json_type_phrase(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::object: return "an object";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::boolean:
+      return "a boolean";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer";
-    case Json::value_t::number_float: return "a number";
-    default: return "an unsupported value";
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a number";
+    default:
+      return "an unsupported value";
   }
 }
 
@@ -133,7 +148,8 @@ bool FieldReader::get_int(const char* key, int64_t lo, int64_t hi, int64_t& out)
   const std::string range = " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   if (v->is_number_unsigned()) {
     const uint64_t u = v->get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) || static_cast<int64_t>(u) > hi) {
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+        static_cast<int64_t>(u) > hi) {
       fail(quote_field(name(key)) + " must be an integer" + range, name(key));
       return false;
     }
@@ -145,7 +161,8 @@ bool FieldReader::get_int(const char* key, int64_t lo, int64_t hi, int64_t& out)
     return false;
   }
   if (out < lo || out > hi) {
-    fail(quote_field(name(key)) + " must be an integer" + range + ", got " + std::to_string(out), name(key));
+    fail(quote_field(name(key)) + " must be an integer" + range + ", got " + std::to_string(out),
+         name(key));
     return false;
   }
   return true;
@@ -177,8 +194,10 @@ bool FieldReader::get_float(const char* key, float& out) {
 bool FieldReader::get_u64_wrapping(const char* key, uint64_t& out) {
   const Json* v = find(key);
   if (!v || error_) return false;
-  if (v->is_number_unsigned()) out = v->get<uint64_t>();
-  else if (v->is_number_integer()) out = static_cast<uint64_t>(v->get<int64_t>());
+  if (v->is_number_unsigned())
+    out = v->get<uint64_t>();
+  else if (v->is_number_integer())
+    out = static_cast<uint64_t>(v->get<int64_t>());
   else {
     fail(quote_field(name(key)) + " must be an integer, not " + json_type_phrase(*v), name(key));
     return false;
@@ -195,12 +214,16 @@ bool FieldReader::get_string_list(const char* key, std::vector<std::string>& out
     return true;
   }
   if (!v->is_array()) {
-    fail(quote_field(name(key)) + " must be a string or an array of strings, not " + json_type_phrase(*v), name(key));
+    fail(quote_field(name(key)) + " must be a string or an array of strings, not " +
+             json_type_phrase(*v),
+         name(key));
     return false;
   }
   for (size_t i = 0; i < v->size(); ++i) {
     if (!(*v)[i].is_string()) {
-      fail(quote_field(name(key) + "[" + std::to_string(i) + "]") + " must be a string, not " + json_type_phrase((*v)[i]), name(key));
+      fail(quote_field(name(key) + "[" + std::to_string(i) + "]") + " must be a string, not " +
+               json_type_phrase((*v)[i]),
+           name(key));
       return false;
     }
     out.push_back((*v)[i].get<std::string>());
@@ -208,15 +231,18 @@ bool FieldReader::get_string_list(const char* key, std::vector<std::string>& out
   return true;
 }
 
-bool FieldReader::get_int32_list(const char* key, int32_t lo, int32_t hi, size_t max_items, std::vector<int32_t>& out) {
+bool FieldReader::get_int32_list(const char* key, int32_t lo, int32_t hi, size_t max_items,
+                                 std::vector<int32_t>& out) {
   const Json* v = find(key);
   if (!v || error_) return false;
   if (!v->is_array()) {
-    fail(quote_field(name(key)) + " must be an array of integers, not " + json_type_phrase(*v), name(key));
+    fail(quote_field(name(key)) + " must be an array of integers, not " + json_type_phrase(*v),
+         name(key));
     return false;
   }
   if (v->size() > max_items) {
-    fail(quote_field(name(key)) + " has more than " + std::to_string(max_items) + " items", name(key));
+    fail(quote_field(name(key)) + " has more than " + std::to_string(max_items) + " items",
+         name(key));
     return false;
   }
   out.clear();
@@ -224,15 +250,21 @@ bool FieldReader::get_int32_list(const char* key, int32_t lo, int32_t hi, size_t
   for (size_t i = 0; i < v->size(); ++i) {
     const Json& e = (*v)[i];
     int64_t x = 0;
-    if (e.is_number_unsigned() && e.get<uint64_t>() <= static_cast<uint64_t>(hi)) x = static_cast<int64_t>(e.get<uint64_t>());
-    else if (e.is_number_integer() && !e.is_number_unsigned()) x = e.get<int64_t>();
-    else if (e.is_number_integer()) x = static_cast<int64_t>(hi) + 1;  // huge unsigned: out of range below
+    if (e.is_number_unsigned() && e.get<uint64_t>() <= static_cast<uint64_t>(hi))
+      x = static_cast<int64_t>(e.get<uint64_t>());
+    else if (e.is_number_integer() && !e.is_number_unsigned())
+      x = e.get<int64_t>();
+    else if (e.is_number_integer())
+      x = static_cast<int64_t>(hi) + 1;  // huge unsigned: out of range below
     else {
-      fail(quote_field(name(key) + "[" + std::to_string(i) + "]") + " must be an integer, not " + json_type_phrase(e), name(key));
+      fail(quote_field(name(key) + "[" + std::to_string(i) + "]") + " must be an integer, not " +
+               json_type_phrase(e),
+           name(key));
       return false;
     }
     if (x < lo || x > hi) {
-      fail(quote_field(name(key) + "[" + std::to_string(i) + "]") + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
+      fail(quote_field(name(key) + "[" + std::to_string(i) + "]") + " must be in [" +
+               std::to_string(lo) + ", " + std::to_string(hi) + "]",
            name(key));
       return false;
     }

@@ -29,7 +29,8 @@ class FieldReader {
  public:
   // `obj` must be an object and outlive the reader; `prefix` is prepended to field names
   // in messages ("stream_options.").
-  explicit FieldReader(const Json& obj, std::string prefix = {}) : obj_(obj), prefix_(std::move(prefix)) {}
+  explicit FieldReader(const Json& obj, std::string prefix = {})
+      : obj_(obj), prefix_(std::move(prefix)) {}
 
   bool ok() const { return !error_; }
   const std::optional<ApiError>& error() const { return error_; }
@@ -50,7 +51,8 @@ class FieldReader {
   // A string, or an array of strings.
   bool get_string_list(const char* key, std::vector<std::string>& out);
   // An array of integers in [lo, hi] (at most max_items).
-  bool get_int32_list(const char* key, int32_t lo, int32_t hi, size_t max_items, std::vector<int32_t>& out);
+  bool get_int32_list(const char* key, int32_t lo, int32_t hi, size_t max_items,
+                      std::vector<int32_t>& out);
 
   std::string name(const char* key) const { return prefix_ + key; }
 

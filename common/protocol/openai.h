@@ -42,8 +42,8 @@ struct OpenAiRequest {
   std::optional<int32_t> max_tokens;  // as the client gave it
   bool logprobs = false;              // chat: logprobs requested (sampling.logprobs = top_logprobs)
   bool stream = false;
-  bool include_usage = false;         // stream_options.include_usage
-  std::optional<int32_t> priority;    // body `priority`; lower is more urgent
+  bool include_usage = false;       // stream_options.include_usage
+  std::optional<int32_t> priority;  // body `priority`; lower is more urgent
   std::string user;
 };
 
@@ -74,7 +74,8 @@ struct ModelLimits {
 // the vocabulary; max_tokens within what the context leaves, defaulting (when absent)
 // to 16 for completions, as OpenAI does, and to the rest of the context for chat.
 // Sets req.sampling.max_tokens.
-std::optional<ApiError> check_prompt(const std::vector<int32_t>& prompt_ids, const ModelLimits& limits, OpenAiRequest& req);
+std::optional<ApiError> check_prompt(const std::vector<int32_t>& prompt_ids,
+                                     const ModelLimits& limits, OpenAiRequest& req);
 
 // ---- responses ----
 
@@ -100,21 +101,23 @@ struct TokenLogprob {
 
 struct ResponseHeader {
   ApiKind kind = ApiKind::kCompletion;
-  std::string id;     // "cmpl-..." / "chatcmpl-..."
+  std::string id;  // "cmpl-..." / "chatcmpl-..."
   std::string model;
   int64_t created = 0;  // unix seconds
 };
 
 // The whole non-streaming response body. `logprobs` null: none requested.
-std::string completion_response(const ResponseHeader& h, std::string_view text, std::string_view finish_reason,
-                                 const std::vector<TokenLogprob>* logprobs, const Usage& usage);
+std::string completion_response(const ResponseHeader& h, std::string_view text,
+                                std::string_view finish_reason,
+                                const std::vector<TokenLogprob>* logprobs, const Usage& usage);
 
 // One stream event "data: {...}\n\n". Chat: the first chunk carries the role
 // (role_chunk), later ones the text delta. `finish_reason` "" is JSON null. With
 // `include_usage`, every chunk has "usage": null and usage_chunk() comes last.
 std::string role_chunk(const ResponseHeader& h, bool include_usage);
-std::string delta_chunk(const ResponseHeader& h, std::string_view text, const std::vector<TokenLogprob>* logprobs,
-                        std::string_view finish_reason, bool include_usage);
+std::string delta_chunk(const ResponseHeader& h, std::string_view text,
+                        const std::vector<TokenLogprob>* logprobs, std::string_view finish_reason,
+                        bool include_usage);
 std::string usage_chunk(const ResponseHeader& h, const Usage& usage);
 
 inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";

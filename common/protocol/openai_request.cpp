@@ -15,16 +15,20 @@ void read_single_choice(FieldReader& r, const char* key) {
   const Json* v = r.find(key);
   if (!v || !r.ok()) return;
   int64_t n = 0;
-  if (!r.get_int(key, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), n)) return;
+  if (!r.get_int(key, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), n))
+    return;
   if (n != 1)
-    r.fail(quote_field(key) + " must be 1: this server returns one choice per request (got " + std::to_string(n) + ")",
+    r.fail(quote_field(key) + " must be 1: this server returns one choice per request (got " +
+               std::to_string(n) + ")",
            key);
 }
 
 void reject_if_set(FieldReader& r, const char* key, const char* why) {
   const Json* v = r.find(key);
   if (!v || !r.ok()) return;
-  const bool set = v->is_boolean() ? v->get<bool>() : v->is_string() ? !v->get_ref<const std::string&>().empty() : true;
+  const bool set = v->is_boolean()  ? v->get<bool>()
+                   : v->is_string() ? !v->get_ref<const std::string&>().empty()
+                                    : true;
   if (set) r.fail(quote_field(key) + " is not supported" + why, key);
 }
 
@@ -40,7 +44,8 @@ void read_common(FieldReader& r, OpenAiRequest& out) {
   r.get_bool("stream", out.stream);
   if (const Json* so = r.find("stream_options"); so && r.ok()) {
     if (!so->is_object()) {
-      r.fail("'stream_options' must be an object, not " + std::string(json_type_phrase(*so)), "stream_options");
+      r.fail("'stream_options' must be an object, not " + std::string(json_type_phrase(*so)),
+             "stream_options");
     } else {
       FieldReader sr(*so, "stream_options.");
       sr.get_bool("include_usage", out.include_usage);
@@ -49,29 +54,38 @@ void read_common(FieldReader& r, OpenAiRequest& out) {
   }
   if (const Json* p = r.find("priority"); p && r.ok()) {
     int32_t prio = 0;
-    if (auto e = parse_priority_value(*p, "priority", prio)) r.fail(e->message, "priority");
-    else out.priority = prio;
+    if (auto e = parse_priority_value(*p, "priority", prio))
+      r.fail(e->message, "priority");
+    else
+      out.priority = prio;
   }
   r.get_string("user", out.user);
 }
 
 std::optional<ApiError> finish(FieldReader& r, OpenAiRequest& out) {
   if (!r.ok()) return r.error();
-  if (const std::string bad = out.sampling.validate(); !bad.empty()) return ApiError::bad_request(bad, sampling_error_field(bad));
+  if (const std::string bad = out.sampling.validate(); !bad.empty())
+    return ApiError::bad_request(bad, sampling_error_field(bad));
   return std::nullopt;
 }
 
 // A prompt given as token ids: integers in [0, 2^31).
-std::optional<ApiError> read_id_prompt(const Json& arr, const std::string& field, std::vector<int32_t>& ids) {
+std::optional<ApiError> read_id_prompt(const Json& arr, const std::string& field,
+                                       std::vector<int32_t>& ids) {
   ids.clear();
   ids.reserve(arr.size());
   for (size_t i = 0; i < arr.size(); ++i) {
     const Json& e = arr[i];
     if (!e.is_number_integer())
-      return ApiError::bad_request(quote_field(field + "[" + std::to_string(i) + "]") + " must be a token id (an integer), not " +
-                                       json_type_phrase(e), "prompt");
-    if (e.is_number_unsigned() ? e.get<uint64_t>() > static_cast<uint64_t>(kInt32Max) : e.get<int64_t>() < 0)
-      return ApiError::bad_request(quote_field(field + "[" + std::to_string(i) + "]") + " is not a valid token id", "prompt");
+      return ApiError::bad_request(quote_field(field + "[" + std::to_string(i) + "]") +
+                                       " must be a token id (an integer), not " +
+                                       json_type_phrase(e),
+                                   "prompt");
+    if (e.is_number_unsigned() ? e.get<uint64_t>() > static_cast<uint64_t>(kInt32Max)
+                               : e.get<int64_t>() < 0)
+      return ApiError::bad_request(
+          quote_field(field + "[" + std::to_string(i) + "]") + " is not a valid token id",
+          "prompt");
     ids.push_back(static_cast<int32_t>(e.get<int64_t>()));
   }
   return std::nullopt;
@@ -79,14 +93,16 @@ std::optional<ApiError> read_id_prompt(const Json& arr, const std::string& field
 
 std::optional<ApiError> read_prompt(const Json& body, OpenAiRequest& out) {
   auto it = body.find("prompt");
-  if (it == body.end() || it->is_null()) return ApiError::bad_request("'prompt' is required", "prompt");
+  if (it == body.end() || it->is_null())
+    return ApiError::bad_request("'prompt' is required", "prompt");
   const Json& p = *it;
   if (p.is_string()) {
     out.prompt = p.get<std::string>();
     return std::nullopt;
   }
   if (!p.is_array())
-    return ApiError::bad_request("'prompt' must be a string or an array of token ids, not " + std::string(json_type_phrase(p)),
+    return ApiError::bad_request("'prompt' must be a string or an array of token ids, not " +
+                                     std::string(json_type_phrase(p)),
                                  "prompt");
   if (p.empty()) return ApiError::bad_request("'prompt' must not be empty", "prompt");
   if (p[0].is_number()) {
@@ -96,7 +112,8 @@ std::optional<ApiError> read_prompt(const Json& body, OpenAiRequest& out) {
   // A list of prompts: one is the same as a single prompt; more need `n` choices.
   if (p.size() > 1)
     return ApiError::bad_request("'prompt' holds " + std::to_string(p.size()) +
-                                     " prompts; this server takes one prompt per request", "prompt");
+                                     " prompts; this server takes one prompt per request",
+                                 "prompt");
   if (p[0].is_string()) {
     out.prompt = p[0].get<std::string>();
     return std::nullopt;
@@ -107,53 +124,68 @@ std::optional<ApiError> read_prompt(const Json& body, OpenAiRequest& out) {
     return read_id_prompt(p[0], "prompt[0]", out.prompt_ids);
   }
   return ApiError::bad_request("'prompt[0]' must be a string or an array of token ids, not " +
-                                   std::string(json_type_phrase(p[0])), "prompt");
+                                   std::string(json_type_phrase(p[0])),
+                               "prompt");
 }
 
 // One chat message, normalized into `out`: content becomes a string (text parts joined
 // by "\n") or null.
 std::optional<ApiError> read_message(const Json& m, size_t index, Json& out) {
   const std::string where = "messages[" + std::to_string(index) + "]";
-  if (!m.is_object()) return ApiError::bad_request(quote_field(where) + " must be an object, not " + json_type_phrase(m), "messages");
+  if (!m.is_object())
+    return ApiError::bad_request(
+        quote_field(where) + " must be an object, not " + json_type_phrase(m), "messages");
   auto role = m.find("role");
-  if (role == m.end() || !role->is_string()) return ApiError::bad_request(quote_field(where + ".role") + " must be a string", "messages");
+  if (role == m.end() || !role->is_string())
+    return ApiError::bad_request(quote_field(where + ".role") + " must be a string", "messages");
   const std::string& r = role->get_ref<const std::string&>();
   if (r != "system" && r != "user" && r != "assistant" && r != "tool")
-    return ApiError::bad_request(quote_field(where + ".role") + " must be one of system, user, assistant, tool (got \"" + r + "\")",
+    return ApiError::bad_request(quote_field(where + ".role") +
+                                     " must be one of system, user, assistant, tool (got \"" + r +
+                                     "\")",
                                  "messages");
   out = m;
   auto content = m.find("content");
   if (content == m.end() || content->is_null()) {
     // An assistant turn may consist of tool calls only.
-    if (r != "assistant") return ApiError::bad_request(quote_field(where + ".content") + " is required", "messages");
+    if (r != "assistant")
+      return ApiError::bad_request(quote_field(where + ".content") + " is required", "messages");
     out["content"] = nullptr;
   } else if (content->is_array()) {
     std::string text;
     for (size_t j = 0; j < content->size(); ++j) {
       const Json& part = (*content)[j];
       const std::string pw = where + ".content[" + std::to_string(j) + "]";
-      if (!part.is_object()) return ApiError::bad_request(quote_field(pw) + " must be an object", "messages");
+      if (!part.is_object())
+        return ApiError::bad_request(quote_field(pw) + " must be an object", "messages");
       auto type = part.find("type");
-      if (type == part.end() || !type->is_string()) return ApiError::bad_request(quote_field(pw + ".type") + " must be a string", "messages");
+      if (type == part.end() || !type->is_string())
+        return ApiError::bad_request(quote_field(pw + ".type") + " must be a string", "messages");
       if (type->get_ref<const std::string&>() != "text")
         return ApiError::bad_request(quote_field(pw + ".type") + " \"" + type->get<std::string>() +
-                                         "\" is not supported: this model takes text parts only", "messages");
+                                         "\" is not supported: this model takes text parts only",
+                                     "messages");
       auto t = part.find("text");
-      if (t == part.end() || !t->is_string()) return ApiError::bad_request(quote_field(pw + ".text") + " must be a string", "messages");
+      if (t == part.end() || !t->is_string())
+        return ApiError::bad_request(quote_field(pw + ".text") + " must be a string", "messages");
       if (j > 0) text.push_back('\n');
       text += t->get_ref<const std::string&>();
     }
     out["content"] = std::move(text);
   } else if (!content->is_string()) {
-    return ApiError::bad_request(quote_field(where + ".content") + " must be a string or an array of text parts, not " +
-                                     json_type_phrase(*content), "messages");
+    return ApiError::bad_request(quote_field(where + ".content") +
+                                     " must be a string or an array of text parts, not " +
+                                     json_type_phrase(*content),
+                                 "messages");
   }
   if (auto n = m.find("name"); n != m.end() && !n->is_null() && !n->is_string())
     return ApiError::bad_request(quote_field(where + ".name") + " must be a string", "messages");
   if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null() && !tc->is_array())
-    return ApiError::bad_request(quote_field(where + ".tool_calls") + " must be an array", "messages");
+    return ApiError::bad_request(quote_field(where + ".tool_calls") + " must be an array",
+                                 "messages");
   if (auto id = m.find("tool_call_id"); id != m.end() && !id->is_null() && !id->is_string())
-    return ApiError::bad_request(quote_field(where + ".tool_call_id") + " must be a string", "messages");
+    return ApiError::bad_request(quote_field(where + ".tool_call_id") + " must be a string",
+                                 "messages");
   return std::nullopt;
 }
 
@@ -162,7 +194,8 @@ std::optional<ApiError> read_message(const Json& m, size_t index, Json& out) {
 void read_sampling_fields(FieldReader& r, SamplingParams& s) {
   r.get_float("temperature", s.temperature);
   r.get_float("top_p", s.top_p);
-  if (r.get_int32("top_k", -1, kInt32Max, s.top_k) && s.top_k < 0) s.top_k = 0;  // -1: off, as vLLM spells it
+  if (r.get_int32("top_k", -1, kInt32Max, s.top_k) && s.top_k < 0)
+    s.top_k = 0;  // -1: off, as vLLM spells it
   r.get_float("min_p", s.min_p);
   r.get_float("repetition_penalty", s.repetition_penalty);
   r.get_float("presence_penalty", s.presence_penalty);
@@ -177,29 +210,44 @@ void read_sampling_fields(FieldReader& r, SamplingParams& s) {
 
 // validate() messages start with the field's name or say "at most N <field>".
 std::string sampling_error_field(const std::string& message) {
-  static const char* const kFields[] = {"temperature", "top_k", "top_p", "min_p", "repetition_penalty",
-                                        "presence_penalty", "frequency_penalty", "max_tokens", "stop_token_ids",
-                                        "top_logprobs", "stop"};
+  static const char* const kFields[] = {"temperature",
+                                        "top_k",
+                                        "top_p",
+                                        "min_p",
+                                        "repetition_penalty",
+                                        "presence_penalty",
+                                        "frequency_penalty",
+                                        "max_tokens",
+                                        "stop_token_ids",
+                                        "top_logprobs",
+                                        "stop"};
   for (const char* f : kFields)
-    if (message.rfind(f, 0) == 0 || message.find(std::string(" ") + f) != std::string::npos) return f;
+    if (message.rfind(f, 0) == 0 || message.find(std::string(" ") + f) != std::string::npos)
+      return f;
   return {};
 }
 
-std::optional<ApiError> parse_priority_value(const Json& v, const std::string& field, int32_t& out) {
+std::optional<ApiError> parse_priority_value(const Json& v, const std::string& field,
+                                             int32_t& out) {
   if (v.is_string()) {
     if (auto p = parse_priority_name(v.get<std::string>())) {
       out = *p;
       return std::nullopt;
     }
-    return ApiError::bad_request(quote_field(field) + " must be an integer or one of interactive, standard, batch", field);
+    return ApiError::bad_request(
+        quote_field(field) + " must be an integer or one of interactive, standard, batch", field);
   }
-  const std::string range = "[" + std::to_string(kPriorityMin) + ", " + std::to_string(kPriorityMax) + "]";
+  const std::string range =
+      "[" + std::to_string(kPriorityMin) + ", " + std::to_string(kPriorityMax) + "]";
   if (!v.is_number_integer())
-    return ApiError::bad_request(quote_field(field) + " must be an integer in " + range + " or a class name, not " +
-                                     json_type_phrase(v), field);
+    return ApiError::bad_request(quote_field(field) + " must be an integer in " + range +
+                                     " or a class name, not " + json_type_phrase(v),
+                                 field);
   const bool neg = !v.is_number_unsigned();
-  const int64_t x = neg ? v.get<int64_t>() : static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), 1u << 30));
-  if (x < kPriorityMin || x > kPriorityMax) return ApiError::bad_request(quote_field(field) + " must be in " + range, field);
+  const int64_t x = neg ? v.get<int64_t>()
+                        : static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), 1u << 30));
+  if (x < kPriorityMin || x > kPriorityMax)
+    return ApiError::bad_request(quote_field(field) + " must be in " + range, field);
   out = static_cast<int32_t>(x);
   return std::nullopt;
 }
@@ -213,9 +261,13 @@ std::optional<ApiError> parse_priority_header(std::string_view value, int32_t& o
   }
   const bool neg = !value.empty() && value[0] == '-';
   const std::string_view digits = neg ? value.substr(1) : value;
-  if (digits.empty() || digits.size() > 4 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return ApiError::bad_request("header 'X-Priority' must be an integer or one of interactive, standard, batch", "X-Priority");
-  Json v = neg ? Json(-std::stoll(std::string(digits))) : Json(static_cast<uint64_t>(std::stoull(std::string(digits))));
+  if (digits.empty() || digits.size() > 4 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return ApiError::bad_request(
+        "header 'X-Priority' must be an integer or one of interactive, standard, batch",
+        "X-Priority");
+  Json v = neg ? Json(-std::stoll(std::string(digits)))
+               : Json(static_cast<uint64_t>(std::stoull(std::string(digits))));
   return parse_priority_value(v, "X-Priority", out);
 }
 
@@ -241,9 +293,11 @@ std::optional<ApiError> parse_chat_request(std::string_view body, OpenAiRequest&
   Json j;
   if (auto e = parse_json_object(body, j)) return e;
   auto msgs = j.find("messages");
-  if (msgs == j.end() || msgs->is_null()) return ApiError::bad_request("'messages' is required", "messages");
+  if (msgs == j.end() || msgs->is_null())
+    return ApiError::bad_request("'messages' is required", "messages");
   if (!msgs->is_array())
-    return ApiError::bad_request("'messages' must be an array, not " + std::string(json_type_phrase(*msgs)), "messages");
+    return ApiError::bad_request(
+        "'messages' must be an array, not " + std::string(json_type_phrase(*msgs)), "messages");
   if (msgs->empty()) return ApiError::bad_request("'messages' must not be empty", "messages");
   out.messages = Json::array();
   for (size_t i = 0; i < msgs->size(); ++i) {
@@ -265,42 +319,57 @@ std::optional<ApiError> parse_chat_request(std::string_view body, OpenAiRequest&
   out.sampling.logprobs = out.logprobs ? top : -1;
   r.get_bool("add_generation_prompt", out.add_generation_prompt);
   if (const Json* kw = r.find("chat_template_kwargs"); kw && r.ok()) {
-    if (!kw->is_object()) r.fail("'chat_template_kwargs' must be an object", "chat_template_kwargs");
-    else out.template_kwargs = *kw;
+    if (!kw->is_object())
+      r.fail("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+    else
+      out.template_kwargs = *kw;
   }
   if (const Json* tools = r.find("tools"); tools && r.ok()) {
-    if (!tools->is_array()) r.fail("'tools' must be an array", "tools");
-    else if (!tools->empty()) out.template_kwargs["tools"] = *tools;
+    if (!tools->is_array())
+      r.fail("'tools' must be an array", "tools");
+    else if (!tools->empty())
+      out.template_kwargs["tools"] = *tools;
   }
   return finish(r, out);
 }
 
-std::optional<ApiError> check_prompt(const std::vector<int32_t>& prompt_ids, const ModelLimits& limits, OpenAiRequest& req) {
+std::optional<ApiError> check_prompt(const std::vector<int32_t>& prompt_ids,
+                                     const ModelLimits& limits, OpenAiRequest& req) {
   const char* field = req.kind == ApiKind::kChatCompletion ? "messages" : "prompt";
   if (prompt_ids.empty()) return ApiError::bad_request("the prompt is empty", field);
   for (size_t i = 0; i < prompt_ids.size(); ++i)
     if (prompt_ids[i] < 0 || prompt_ids[i] >= limits.vocab_size)
-      return ApiError::bad_request("prompt token id " + std::to_string(prompt_ids[i]) + " (at index " + std::to_string(i) +
-                                       ") is outside the vocabulary [0, " + std::to_string(limits.vocab_size) + ")", field);
+      return ApiError::bad_request(
+          "prompt token id " + std::to_string(prompt_ids[i]) + " (at index " + std::to_string(i) +
+              ") is outside the vocabulary [0, " + std::to_string(limits.vocab_size) + ")",
+          field);
   for (int32_t id : req.sampling.stop_token_ids)
     if (id >= limits.vocab_size)
-      return ApiError::bad_request("stop token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                                       std::to_string(limits.vocab_size) + ")", "stop_token_ids");
+      return ApiError::bad_request("stop token id " + std::to_string(id) +
+                                       " is outside the vocabulary [0, " +
+                                       std::to_string(limits.vocab_size) + ")",
+                                   "stop_token_ids");
   const int64_t n = static_cast<int64_t>(prompt_ids.size());
   const int64_t ctx = limits.context_length;
   if (n >= ctx)
-    return ApiError::bad_request("the prompt has " + std::to_string(n) + " tokens; the context holds " + std::to_string(ctx) +
-                                     " tokens, which leaves no room to generate", field, "context_length_exceeded");
+    return ApiError::bad_request("the prompt has " + std::to_string(n) +
+                                     " tokens; the context holds " + std::to_string(ctx) +
+                                     " tokens, which leaves no room to generate",
+                                 field, "context_length_exceeded");
   const int64_t room = ctx - n;
-  const char* max_field = req.kind == ApiKind::kChatCompletion ? "max_completion_tokens" : "max_tokens";
+  const char* max_field =
+      req.kind == ApiKind::kChatCompletion ? "max_completion_tokens" : "max_tokens";
   if (req.max_tokens) {
     if (*req.max_tokens > room)
-      return ApiError::bad_request("max_tokens (" + std::to_string(*req.max_tokens) + ") plus the prompt (" + std::to_string(n) +
-                                       " tokens) exceeds the context of " + std::to_string(ctx) + " tokens", max_field,
-                                   "context_length_exceeded");
+      return ApiError::bad_request("max_tokens (" + std::to_string(*req.max_tokens) +
+                                       ") plus the prompt (" + std::to_string(n) +
+                                       " tokens) exceeds the context of " + std::to_string(ctx) +
+                                       " tokens",
+                                   max_field, "context_length_exceeded");
     req.sampling.max_tokens = *req.max_tokens;
   } else {
-    req.sampling.max_tokens = static_cast<int32_t>(req.kind == ApiKind::kCompletion ? std::min<int64_t>(16, room) : room);
+    req.sampling.max_tokens =
+        static_cast<int32_t>(req.kind == ApiKind::kCompletion ? std::min<int64_t>(16, room) : room);
   }
   return std::nullopt;
 }

@@ -35,12 +35,14 @@ Json usage_json(const Usage& u) {
 
 // Completions: {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}], "text_offset"}.
 Json completion_logprobs(const std::vector<TokenLogprob>& lps) {
-  Json tokens = Json::array(), token_lps = Json::array(), tops = Json::array(), offsets = Json::array();
+  Json tokens = Json::array(), token_lps = Json::array(), tops = Json::array(),
+       offsets = Json::array();
   for (const auto& t : lps) {
     tokens.push_back(t.token);
     token_lps.push_back(logprob_value(t.logprob));
     Json top = Json::object();
-    for (const auto& c : t.top) top[c.token] = logprob_value(c.logprob);  // as OpenAI: one key per distinct text
+    for (const auto& c : t.top)
+      top[c.token] = logprob_value(c.logprob);  // as OpenAI: one key per distinct text
     tops.push_back(std::move(top));
     offsets.push_back(t.text_offset);
   }
@@ -52,7 +54,8 @@ Json completion_logprobs(const std::vector<TokenLogprob>& lps) {
   return j;
 }
 
-// Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]}]}.
+// Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob",
+// "bytes"}]}]}.
 Json chat_logprobs(const std::vector<TokenLogprob>& lps) {
   Json content = Json::array();
   for (const auto& t : lps) {
@@ -82,8 +85,10 @@ Json logprobs_json(ApiKind kind, const std::vector<TokenLogprob>* lps) {
 Json envelope(const ResponseHeader& h, bool chunk) {
   Json j;
   j["id"] = h.id;
-  if (h.kind == ApiKind::kCompletion) j["object"] = "text_completion";
-  else j["object"] = chunk ? "chat.completion.chunk" : "chat.completion";
+  if (h.kind == ApiKind::kCompletion)
+    j["object"] = "text_completion";
+  else
+    j["object"] = chunk ? "chat.completion.chunk" : "chat.completion";
   j["created"] = h.created;
   j["model"] = h.model;
   return j;
@@ -95,9 +100,12 @@ Json reason_json(std::string_view finish_reason) {
 
 }  // namespace
 
-std::string dump_json(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string dump_json(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
-std::string completion_response(const ResponseHeader& h, std::string_view text, std::string_view finish_reason,
+std::string completion_response(const ResponseHeader& h, std::string_view text,
+                                std::string_view finish_reason,
                                 const std::vector<TokenLogprob>* logprobs, const Usage& usage) {
   Json j = envelope(h, false);
   Json choice;
@@ -126,15 +134,17 @@ std::string role_chunk(const ResponseHeader& h, bool include_usage) {
   return sse_data(dump_json(j));
 }
 
-std::string delta_chunk(const ResponseHeader& h, std::string_view text, const std::vector<TokenLogprob>* logprobs,
-                        std::string_view finish_reason, bool include_usage) {
+std::string delta_chunk(const ResponseHeader& h, std::string_view text,
+                        const std::vector<TokenLogprob>* logprobs, std::string_view finish_reason,
+                        bool include_usage) {
   Json j = envelope(h, true);
   Json choice;
   choice["index"] = 0;
   if (h.kind == ApiKind::kCompletion) {
     choice["text"] = std::string(text);
   } else {
-    choice["delta"] = text.empty() && !finish_reason.empty() ? Json::object() : Json{{"content", std::string(text)}};
+    choice["delta"] = text.empty() && !finish_reason.empty() ? Json::object()
+                                                             : Json{{"content", std::string(text)}};
   }
   choice["logprobs"] = logprobs_json(h.kind, logprobs);
   choice["finish_reason"] = reason_json(finish_reason);
@@ -159,6 +169,8 @@ std::string sse_data(std::string_view json) {
   return out;
 }
 
-std::string sse_error(const ApiError& e) { return "event: error\ndata: " + api_error_body(e) + "\n\n"; }
+std::string sse_error(const ApiError& e) {
+  return "event: error\ndata: " + api_error_body(e) + "\n\n";
+}
 
 }  // namespace sy

@@ -33,7 +33,8 @@ using namespace std::chrono_literals;
 // A server on 127.0.0.1:0 with its io_context run by two threads.
 class TestServer {
  public:
-  TestServer(ServerOptions o, Router r) : server_(ioc_, std::move(o), std::move(r)), guard_(net::make_work_guard(ioc_)) {
+  TestServer(ServerOptions o, Router r)
+      : server_(ioc_, std::move(o), std::move(r)), guard_(net::make_work_guard(ioc_)) {
     const std::string err = server_.start();
     EXPECT_EQ(err, "");
     for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { ioc_.run(); });
@@ -109,7 +110,8 @@ std::string get(const std::string& path, const std::string& extra = {}) {
 }
 
 std::string post(const std::string& path, const std::string& body) {
-  return "POST " + path + " HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: " +
+  return "POST " + path +
+         " HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
@@ -121,7 +123,8 @@ nlohmann::json error_of(const bhttp::response<bhttp::string_body>& r) {
 
 Router hello_router() {
   Router r;
-  r.add(Verb::get, "/hello", [](std::shared_ptr<Exchange> ex) { ex->respond(Status::ok, "text/plain", "hello"); });
+  r.add(Verb::get, "/hello",
+        [](std::shared_ptr<Exchange> ex) { ex->respond(Status::ok, "text/plain", "hello"); });
   r.add(Verb::post, "/echo", [](std::shared_ptr<Exchange> ex) {
     ex->respond(Status::ok, "text/plain", ex->request().body());
   });
@@ -187,7 +190,8 @@ TEST(HttpServer, BodyBeyondTheLimitGets413) {
   TestServer s(o, hello_router());
   {  // declared by Content-Length: refused before the body is read
     Client c(s.port());
-    c.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5000000\r\n\r\n" + std::string(2000, 'x'));
+    c.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5000000\r\n\r\n" +
+           std::string(2000, 'x'));
     auto r = c.read();
     EXPECT_EQ(r.result(), Status::payload_too_large);
     EXPECT_EQ(error_of(r)["code"], "request_too_large");
@@ -196,7 +200,8 @@ TEST(HttpServer, BodyBeyondTheLimitGets413) {
   {  // chunked: refused when the body passes the limit
     Client c(s.port());
     std::string chunk(600, 'y');
-    c.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n" + chunk + "\r\n258\r\n" + chunk + "\r\n0\r\n\r\n");
+    c.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n" + chunk +
+           "\r\n258\r\n" + chunk + "\r\n0\r\n\r\n");
     auto r = c.read();
     EXPECT_EQ(r.result(), Status::payload_too_large);
   }

@@ -100,7 +100,10 @@ TEST(InternalApi, TokenAndFinishEventsRoundTrip) {
 TEST(InternalApi, KvEventsCarryFull64BitHashes) {
   KvEventWire e{7, true, {0, 1, (uint64_t{1} << 53) + 1, 18446744073709551615ull}};
   const std::string sse = kv_event_data(e);
-  EXPECT_EQ(sse, "data: {\"seq\":7,\"type\":\"stored\",\"hashes\":[0,1,9007199254740993,18446744073709551615]}\n\n");
+  EXPECT_EQ(
+      sse,
+      "data: "
+      "{\"seq\":7,\"type\":\"stored\",\"hashes\":[0,1,9007199254740993,18446744073709551615]}\n\n");
   KvEventWire back;
   ASSERT_FALSE(parse_kv_event(sse.substr(6, sse.size() - 8), back));
   EXPECT_EQ(back.seq, 7u);

@@ -12,8 +12,11 @@ namespace {
 
 TEST(Metrics, ExpositionFormat) {
   MetricsRegistry reg;
-  Counter& c = reg.counter("sy_requests_total", "Requests served.", {{"route", "/v1/completions"}, {"code", "200"}});
-  reg.counter("sy_requests_total", "Requests served.", {{"route", "/v1/completions"}, {"code", "400"}}).inc(2);
+  Counter& c = reg.counter("sy_requests_total", "Requests served.",
+                           {{"route", "/v1/completions"}, {"code", "200"}});
+  reg.counter("sy_requests_total", "Requests served.",
+              {{"route", "/v1/completions"}, {"code", "400"}})
+      .inc(2);
   c.inc();
   c.inc(3);
   Gauge& g = reg.gauge("sy_running", "Running \\ requests\nnow.");

@@ -19,13 +19,16 @@ struct BadCase {
   std::string contains;  // expected in the message
 };
 
-std::ostream& operator<<(std::ostream& os, const BadCase& c) { return os << c.name; }
+std::ostream& operator<<(std::ostream& os, const BadCase& c) {
+  return os << c.name;
+}
 
 const ApiKind kC = ApiKind::kCompletion;
 const ApiKind kChat = ApiKind::kChatCompletion;
 
 std::string chat_with(const std::string& extra) {
-  return R"({"model":"m","messages":[{"role":"user","content":"hi"}])" + (extra.empty() ? "" : "," + extra) + "}";
+  return R"({"model":"m","messages":[{"role":"user","content":"hi"}])" +
+         (extra.empty() ? "" : "," + extra) + "}";
 }
 std::string completion_with(const std::string& extra) {
   return R"({"model":"m","prompt":"hi")" + (extra.empty() ? "" : "," + extra) + "}";
@@ -34,7 +37,8 @@ std::string completion_with(const std::string& extra) {
 std::vector<BadCase> bad_cases() {
   std::string deep = R"({"prompt":"x","a":)" + std::string(100, '[') + std::string(100, ']') + "}";
   std::string stops = "[";
-  for (int i = 0; i < 17; ++i) stops += std::string(i ? "," : "") + "\"s" + std::to_string(i) + "\"";
+  for (int i = 0; i < 17; ++i)
+    stops += std::string(i ? "," : "") + "\"s" + std::to_string(i) + "\"";
   stops += "]";
   return {
       // The body as a whole.
@@ -50,13 +54,15 @@ std::vector<BadCase> bad_cases() {
       {"prompt_null", kC, R"({"prompt":null})", "prompt", "required"},
       {"prompt_number", kC, R"({"prompt":5})", "prompt", "must be a string or an array"},
       {"prompt_empty_array", kC, R"({"prompt":[]})", "prompt", "must not be empty"},
-      {"prompt_batch_of_strings", kC, R"({"prompt":["a","b"]})", "prompt", "one prompt per request"},
+      {"prompt_batch_of_strings", kC, R"({"prompt":["a","b"]})", "prompt",
+       "one prompt per request"},
       {"prompt_batch_of_ids", kC, R"({"prompt":[[1,2],[3]]})", "prompt", "one prompt per request"},
       {"prompt_negative_id", kC, R"({"prompt":[1,-2]})", "prompt", "not a valid token id"},
       {"prompt_huge_id", kC, R"({"prompt":[1,1099511627776]})", "prompt", "not a valid token id"},
       {"prompt_float_id", kC, R"({"prompt":[1,2.5]})", "prompt", "must be a token id"},
       {"prompt_mixed", kC, R"({"prompt":[1,"a"]})", "prompt", "must be a token id"},
-      {"prompt_list_of_objects", kC, R"({"prompt":[{}]})", "prompt", "must be a string or an array of token ids"},
+      {"prompt_list_of_objects", kC, R"({"prompt":[{}]})", "prompt",
+       "must be a string or an array of token ids"},
       {"suffix", kC, completion_with(R"("suffix":"end")"), "suffix", "not supported"},
       // Choices.
       {"n_2", kC, completion_with(R"("n":2)"), "n", "must be 1"},
@@ -68,42 +74,63 @@ std::vector<BadCase> bad_cases() {
       {"echo", kC, completion_with(R"("echo":true)"), "echo", "not supported"},
       {"echo_chat", kChat, chat_with(R"("echo":true)"), "echo", "not supported"},
       // Sampling.
-      {"temperature_string", kC, completion_with(R"("temperature":"hot")"), "temperature", "must be a number"},
-      {"temperature_negative", kC, completion_with(R"("temperature":-1)"), "temperature", "temperature"},
-      {"temperature_huge", kChat, chat_with(R"("temperature":1e300)"), "temperature", "out of range"},
+      {"temperature_string", kC, completion_with(R"("temperature":"hot")"), "temperature",
+       "must be a number"},
+      {"temperature_negative", kC, completion_with(R"("temperature":-1)"), "temperature",
+       "temperature"},
+      {"temperature_huge", kChat, chat_with(R"("temperature":1e300)"), "temperature",
+       "out of range"},
       {"top_p_zero", kC, completion_with(R"("top_p":0)"), "top_p", "top_p"},
       {"top_p_above_one", kC, completion_with(R"("top_p":1.5)"), "top_p", "top_p"},
       {"top_k_negative", kC, completion_with(R"("top_k":-2)"), "top_k", "top_k"},
       {"top_k_float", kC, completion_with(R"("top_k":2.5)"), "top_k", "must be an integer"},
       {"min_p_two", kC, completion_with(R"("min_p":2)"), "min_p", "min_p"},
-      {"repetition_penalty_zero", kC, completion_with(R"("repetition_penalty":0)"), "repetition_penalty", "repetition_penalty"},
-      {"presence_penalty_3", kChat, chat_with(R"("presence_penalty":3)"), "presence_penalty", "presence_penalty"},
-      {"frequency_penalty_bool", kChat, chat_with(R"("frequency_penalty":true)"), "frequency_penalty", "must be a number"},
+      {"repetition_penalty_zero", kC, completion_with(R"("repetition_penalty":0)"),
+       "repetition_penalty", "repetition_penalty"},
+      {"presence_penalty_3", kChat, chat_with(R"("presence_penalty":3)"), "presence_penalty",
+       "presence_penalty"},
+      {"frequency_penalty_bool", kChat, chat_with(R"("frequency_penalty":true)"),
+       "frequency_penalty", "must be a number"},
       {"seed_string", kC, completion_with(R"("seed":"42")"), "seed", "must be an integer"},
       {"stop_number", kC, completion_with(R"("stop":5)"), "stop", "string or an array"},
       {"stop_array_of_numbers", kC, completion_with(R"("stop":[1])"), "stop", "must be a string"},
       {"stop_empty_string", kChat, chat_with(R"("stop":[""])"), "stop", "stop strings"},
       {"stop_too_many", kChat, chat_with("\"stop\":" + stops), "stop", "at most 16"},
-      {"stop_token_ids_negative", kC, completion_with(R"("stop_token_ids":[-1])"), "stop_token_ids", "must be in"},
-      {"stop_token_ids_string", kC, completion_with(R"("stop_token_ids":"1")"), "stop_token_ids", "array of integers"},
-      {"ignore_eos_string", kC, completion_with(R"("ignore_eos":"yes")"), "ignore_eos", "must be a boolean"},
-      {"max_tokens_zero", kC, completion_with(R"("max_tokens":0)"), "max_tokens", "must be an integer in [1,"},
-      {"max_tokens_negative", kChat, chat_with(R"("max_tokens":-5)"), "max_tokens", "must be an integer in [1,"},
-      {"max_tokens_huge", kC, completion_with(R"("max_tokens":1099511627776)"), "max_tokens", "must be an integer in [1,"},
-      {"max_tokens_float", kC, completion_with(R"("max_tokens":10.5)"), "max_tokens", "must be an integer"},
-      {"max_completion_tokens_zero", kChat, chat_with(R"("max_completion_tokens":0)"), "max_completion_tokens", "[1,"},
+      {"stop_token_ids_negative", kC, completion_with(R"("stop_token_ids":[-1])"), "stop_token_ids",
+       "must be in"},
+      {"stop_token_ids_string", kC, completion_with(R"("stop_token_ids":"1")"), "stop_token_ids",
+       "array of integers"},
+      {"ignore_eos_string", kC, completion_with(R"("ignore_eos":"yes")"), "ignore_eos",
+       "must be a boolean"},
+      {"max_tokens_zero", kC, completion_with(R"("max_tokens":0)"), "max_tokens",
+       "must be an integer in [1,"},
+      {"max_tokens_negative", kChat, chat_with(R"("max_tokens":-5)"), "max_tokens",
+       "must be an integer in [1,"},
+      {"max_tokens_huge", kC, completion_with(R"("max_tokens":1099511627776)"), "max_tokens",
+       "must be an integer in [1,"},
+      {"max_tokens_float", kC, completion_with(R"("max_tokens":10.5)"), "max_tokens",
+       "must be an integer"},
+      {"max_completion_tokens_zero", kChat, chat_with(R"("max_completion_tokens":0)"),
+       "max_completion_tokens", "[1,"},
       {"completion_logprobs_21", kC, completion_with(R"("logprobs":21)"), "logprobs", "[0, 20]"},
-      {"completion_logprobs_bool", kC, completion_with(R"("logprobs":true)"), "logprobs", "must be an integer"},
+      {"completion_logprobs_bool", kC, completion_with(R"("logprobs":true)"), "logprobs",
+       "must be an integer"},
       {"chat_logprobs_int", kChat, chat_with(R"("logprobs":3)"), "logprobs", "must be a boolean"},
-      {"chat_top_logprobs_alone", kChat, chat_with(R"("top_logprobs":3)"), "top_logprobs", "needs 'logprobs'"},
-      {"chat_top_logprobs_21", kChat, chat_with(R"("logprobs":true,"top_logprobs":21)"), "top_logprobs", "[0, 20]"},
+      {"chat_top_logprobs_alone", kChat, chat_with(R"("top_logprobs":3)"), "top_logprobs",
+       "needs 'logprobs'"},
+      {"chat_top_logprobs_21", kChat, chat_with(R"("logprobs":true,"top_logprobs":21)"),
+       "top_logprobs", "[0, 20]"},
       // Streaming, priority, identity.
       {"stream_string", kC, completion_with(R"("stream":"yes")"), "stream", "must be a boolean"},
-      {"stream_options_number", kC, completion_with(R"("stream":true,"stream_options":5)"), "stream_options", "object"},
-      {"include_usage_string", kC, completion_with(R"("stream":true,"stream_options":{"include_usage":"y"})"),
+      {"stream_options_number", kC, completion_with(R"("stream":true,"stream_options":5)"),
+       "stream_options", "object"},
+      {"include_usage_string", kC,
+       completion_with(R"("stream":true,"stream_options":{"include_usage":"y"})"),
        "stream_options.include_usage", "must be a boolean"},
-      {"priority_unknown_name", kC, completion_with(R"("priority":"urgent")"), "priority", "interactive, standard, batch"},
-      {"priority_out_of_range", kChat, chat_with(R"("priority":1000)"), "priority", "must be in [-100, 100]"},
+      {"priority_unknown_name", kC, completion_with(R"("priority":"urgent")"), "priority",
+       "interactive, standard, batch"},
+      {"priority_out_of_range", kChat, chat_with(R"("priority":1000)"), "priority",
+       "must be in [-100, 100]"},
       {"priority_float", kChat, chat_with(R"("priority":1.5)"), "priority", "must be an integer"},
       {"user_number", kC, completion_with(R"("user":5)"), "user", "must be a string"},
       {"model_number", kC, R"({"model":5,"prompt":"x"})", "model", "must be a string"},
@@ -111,23 +138,37 @@ std::vector<BadCase> bad_cases() {
       {"messages_missing", kChat, R"({"model":"m"})", "messages", "required"},
       {"messages_object", kChat, R"({"messages":{}})", "messages", "must be an array"},
       {"messages_empty", kChat, R"({"messages":[]})", "messages", "must not be empty"},
-      {"message_not_object", kChat, R"({"messages":["hi"]})", "messages", "messages[0]' must be an object"},
-      {"role_missing", kChat, R"({"messages":[{"content":"hi"}]})", "messages", "role' must be a string"},
-      {"role_unknown", kChat, R"({"messages":[{"role":"robot","content":"hi"}]})", "messages", "must be one of"},
-      {"content_missing", kChat, R"({"messages":[{"role":"user"}]})", "messages", "content' is required"},
-      {"content_number", kChat, R"({"messages":[{"role":"user","content":5}]})", "messages", "string or an array of text parts"},
-      {"content_image", kChat, R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
+      {"message_not_object", kChat, R"({"messages":["hi"]})", "messages",
+       "messages[0]' must be an object"},
+      {"role_missing", kChat, R"({"messages":[{"content":"hi"}]})", "messages",
+       "role' must be a string"},
+      {"role_unknown", kChat, R"({"messages":[{"role":"robot","content":"hi"}]})", "messages",
+       "must be one of"},
+      {"content_missing", kChat, R"({"messages":[{"role":"user"}]})", "messages",
+       "content' is required"},
+      {"content_number", kChat, R"({"messages":[{"role":"user","content":5}]})", "messages",
+       "string or an array of text parts"},
+      {"content_image", kChat,
+       R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
        "messages", "not supported"},
-      {"content_part_without_text", kChat, R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})", "messages",
+      {"content_part_without_text", kChat,
+       R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})", "messages",
        "text' must be a string"},
-      {"content_part_not_object", kChat, R"({"messages":[{"role":"user","content":["hi"]}]})", "messages", "must be an object"},
-      {"name_number", kChat, R"({"messages":[{"role":"user","content":"a","name":1}]})", "messages", "name' must be a string"},
-      {"tool_calls_string", kChat, R"({"messages":[{"role":"assistant","content":null,"tool_calls":"x"}]})", "messages",
+      {"content_part_not_object", kChat, R"({"messages":[{"role":"user","content":["hi"]}]})",
+       "messages", "must be an object"},
+      {"name_number", kChat, R"({"messages":[{"role":"user","content":"a","name":1}]})", "messages",
+       "name' must be a string"},
+      {"tool_calls_string", kChat,
+       R"({"messages":[{"role":"assistant","content":null,"tool_calls":"x"}]})", "messages",
        "tool_calls' must be an array"},
-      {"second_message_bad", kChat, R"({"messages":[{"role":"user","content":"a"},{"role":"user"}]})", "messages", "messages[1]"},
-      {"template_kwargs_number", kChat, chat_with(R"("chat_template_kwargs":5)"), "chat_template_kwargs", "object"},
+      {"second_message_bad", kChat,
+       R"({"messages":[{"role":"user","content":"a"},{"role":"user"}]})", "messages",
+       "messages[1]"},
+      {"template_kwargs_number", kChat, chat_with(R"("chat_template_kwargs":5)"),
+       "chat_template_kwargs", "object"},
       {"tools_object", kChat, chat_with(R"("tools":{})"), "tools", "must be an array"},
-      {"add_generation_prompt_string", kChat, chat_with(R"("add_generation_prompt":"no")"), "add_generation_prompt", "boolean"},
+      {"add_generation_prompt_string", kChat, chat_with(R"("add_generation_prompt":"no")"),
+       "add_generation_prompt", "boolean"},
   };
 }
 
@@ -136,7 +177,8 @@ class BadRequest : public ::testing::TestWithParam<BadCase> {};
 TEST_P(BadRequest, GetsA400NamingTheField) {
   const BadCase& c = GetParam();
   OpenAiRequest req;
-  const auto err = c.kind == kC ? parse_completion_request(c.body, req) : parse_chat_request(c.body, req);
+  const auto err =
+      c.kind == kC ? parse_completion_request(c.body, req) : parse_chat_request(c.body, req);
   ASSERT_TRUE(err.has_value()) << c.body;
   EXPECT_EQ(err->status, 400);
   EXPECT_EQ(err->type, "invalid_request_error");
@@ -152,7 +194,9 @@ TEST_P(BadRequest, GetsA400NamingTheField) {
 }
 
 INSTANTIATE_TEST_SUITE_P(OpenAi, BadRequest, ::testing::ValuesIn(bad_cases()),
-                         [](const ::testing::TestParamInfo<BadCase>& i) { return std::string(i.param.name); });
+                         [](const ::testing::TestParamInfo<BadCase>& i) {
+                           return std::string(i.param.name);
+                         });
 
 TEST(OpenAiParse, CompletionFields) {
   OpenAiRequest r;
@@ -193,7 +237,8 @@ TEST(OpenAiParse, CompletionPromptForms) {
   ASSERT_FALSE(parse_completion_request(R"({"prompt":["only one"]})", r));
   EXPECT_FALSE(r.prompt_is_ids);
   EXPECT_EQ(r.prompt, "only one");
-  ASSERT_FALSE(parse_completion_request(R"({"prompt":""})", r));  // empty text: refused after tokenizing
+  ASSERT_FALSE(
+      parse_completion_request(R"({"prompt":""})", r));  // empty text: refused after tokenizing
   EXPECT_EQ(r.max_tokens, std::nullopt);
   EXPECT_EQ(r.sampling.logprobs, -1);
   EXPECT_EQ(r.priority, std::nullopt);
@@ -219,7 +264,8 @@ TEST(OpenAiParse, ChatMessagesAreNormalizedInOrder) {
   EXPECT_EQ(r.max_tokens, 9);  // max_completion_tokens wins
   EXPECT_TRUE(r.logprobs);
   EXPECT_EQ(r.sampling.logprobs, 2);
-  EXPECT_EQ(r.template_kwargs.dump(), R"({"enable_thinking":false,"zeta":1,"alpha":2,"tools":[{"type":"function"}]})");
+  EXPECT_EQ(r.template_kwargs.dump(),
+            R"({"enable_thinking":false,"zeta":1,"alpha":2,"tools":[{"type":"function"}]})");
   EXPECT_EQ(r.priority, -3);
   EXPECT_TRUE(r.add_generation_prompt);
 }
@@ -269,9 +315,18 @@ TEST(OpenAiCheckPrompt, LimitsOfTheModel) {
       {{}, R"({"prompt":"x"})", "prompt", "", "empty"},
       {{1, 1000}, R"({"prompt":"x"})", "prompt", "", "outside the vocabulary"},
       {{-1}, R"({"prompt":"x"})", "prompt", "", "outside the vocabulary"},
-      {std::vector<int32_t>(100, 1), R"({"prompt":"x"})", "prompt", "context_length_exceeded", "no room"},
-      {{1, 2}, R"({"prompt":"x","max_tokens":99})", "max_tokens", "context_length_exceeded", "exceeds the context"},
-      {{1, 2}, R"({"prompt":"x","stop_token_ids":[1000]})", "stop_token_ids", "", "outside the vocabulary"},
+      {std::vector<int32_t>(100, 1), R"({"prompt":"x"})", "prompt", "context_length_exceeded",
+       "no room"},
+      {{1, 2},
+       R"({"prompt":"x","max_tokens":99})",
+       "max_tokens",
+       "context_length_exceeded",
+       "exceeds the context"},
+      {{1, 2},
+       R"({"prompt":"x","stop_token_ids":[1000]})",
+       "stop_token_ids",
+       "",
+       "outside the vocabulary"},
   };
   for (const auto& row : rows) {
     ASSERT_FALSE(parse_completion_request(row.body, r));
@@ -289,8 +344,9 @@ TEST(OpenAiCheckPrompt, LimitsOfTheModel) {
 
 TEST(OpenAiResponse, CompletionShapes) {
   const ResponseHeader h{ApiKind::kCompletion, "cmpl-1", "m", 1700000000};
-  std::vector<TokenLogprob> lps = {{"He", "He", -0.5f, {{"He", "He", -0.5f}, {"We", "We", -1.25f}}, 0},
-                                   {"\xEF\xBF\xBD", "\xE2\x82", -2.0f, {}, 2}};
+  std::vector<TokenLogprob> lps = {
+      {"He", "He", -0.5f, {{"He", "He", -0.5f}, {"We", "We", -1.25f}}, 0},
+      {"\xEF\xBF\xBD", "\xE2\x82", -2.0f, {}, 2}};
   auto j = nlohmann::json::parse(completion_response(h, "Hello", "length", &lps, Usage{5, 2, 3}));
   EXPECT_EQ(j["id"], "cmpl-1");
   EXPECT_EQ(j["object"], "text_completion");
@@ -299,9 +355,12 @@ TEST(OpenAiResponse, CompletionShapes) {
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(j["choices"][0]["logprobs"]["tokens"], (nlohmann::json{"He", "\xEF\xBF\xBD"}));
   EXPECT_EQ(j["choices"][0]["logprobs"]["token_logprobs"], (nlohmann::json{-0.5, -2.0}));
-  EXPECT_EQ(j["choices"][0]["logprobs"]["top_logprobs"][0], (nlohmann::json{{"He", -0.5}, {"We", -1.25}}));
+  EXPECT_EQ(j["choices"][0]["logprobs"]["top_logprobs"][0],
+            (nlohmann::json{{"He", -0.5}, {"We", -1.25}}));
   EXPECT_EQ(j["choices"][0]["logprobs"]["text_offset"], (nlohmann::json{0, 2}));
-  EXPECT_EQ(j["usage"], (nlohmann::json{{"prompt_tokens", 5}, {"completion_tokens", 2}, {"total_tokens", 7},
+  EXPECT_EQ(j["usage"], (nlohmann::json{{"prompt_tokens", 5},
+                                        {"completion_tokens", 2},
+                                        {"total_tokens", 7},
                                         {"prompt_tokens_details", {{"cached_tokens", 3}}}}));
   j = nlohmann::json::parse(completion_response(h, "x", "stop", nullptr, Usage{}));
   EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
@@ -314,8 +373,11 @@ TEST(OpenAiResponse, ChatShapes) {
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["choices"][0]["message"], (nlohmann::json{{"role", "assistant"}, {"content", "Hi"}}));
   EXPECT_EQ(j["choices"][0]["logprobs"]["content"][0],
-            (nlohmann::json{{"token", "Hi"}, {"logprob", -0.25}, {"bytes", {72, 105}},
-                            {"top_logprobs", {{{"token", "Hi"}, {"logprob", -0.25}, {"bytes", {72, 105}}}}}}));
+            (nlohmann::json{
+                {"token", "Hi"},
+                {"logprob", -0.25},
+                {"bytes", {72, 105}},
+                {"top_logprobs", {{{"token", "Hi"}, {"logprob", -0.25}, {"bytes", {72, 105}}}}}}));
 }
 
 nlohmann::json chunk_json(const std::string& event) {
@@ -347,7 +409,9 @@ TEST(OpenAiResponse, StreamChunks) {
   EXPECT_EQ(j["choices"][0]["text"], "abc");
   EXPECT_EQ(std::string(kSseDone), "data: [DONE]\n\n");
   EXPECT_EQ(sse_error(ApiError::internal("boom")),
-            "event: error\ndata: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\",\"param\":null,\"code\":\"internal_error\"}}\n\n");
+            "event: error\ndata: "
+            "{\"error\":{\"message\":\"boom\",\"type\":\"server_error\",\"param\":null,\"code\":"
+            "\"internal_error\"}}\n\n");
 }
 
 TEST(OpenAiResponse, IllFormedTextIsRepairedNotThrown) {

@@ -35,7 +35,9 @@ void fuzz_openai(std::string_view body, bool chat) {
   sy::OpenAiRequest copy = r;
   check_error(sy::check_prompt(ids, sy::ModelLimits{4096, 151680}, copy));
   const sy::ResponseHeader h{r.kind, "id", r.model, 0};
-  const std::string text = chat ? r.messages.back()["content"].is_string() ? r.messages.back()["content"].get<std::string>() : ""
+  const std::string text = chat ? r.messages.back()["content"].is_string()
+                                      ? r.messages.back()["content"].get<std::string>()
+                                      : ""
                                 : r.prompt;
   std::vector<sy::TokenLogprob> lps = {{text, text, -1.0f, {{text, text, -2.0f}}, 0}};
   check(!sy::completion_response(h, text, "stop", &lps, sy::Usage{}).empty());
@@ -48,8 +50,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 6) {
-    case 0: fuzz_openai(body, false); break;
-    case 1: fuzz_openai(body, true); break;
+    case 0:
+      fuzz_openai(body, false);
+      break;
+    case 1:
+      fuzz_openai(body, true);
+      break;
     case 2: {
       sy::InternalGenerateRequest r;
       const auto e = sy::parse_internal_generate(body, r);
@@ -58,13 +64,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         check(!r.prompt_ids.empty() && r.sampling.validate().empty());
         sy::InternalGenerateRequest back;
         check(!sy::parse_internal_generate(sy::internal_generate_body(r), back));  // round-trips
-        check(back.prompt_ids == r.prompt_ids && back.resume_ids == r.resume_ids && back.request_id == r.request_id);
+        check(back.prompt_ids == r.prompt_ids && back.resume_ids == r.resume_ids &&
+              back.request_id == r.request_id);
       }
       break;
     }
     case 3: {
       int32_t p = 0;
-      if (!sy::parse_priority_header(body, p)) check(p >= sy::kPriorityMin && p <= sy::kPriorityMax);
+      if (!sy::parse_priority_header(body, p))
+        check(p >= sy::kPriorityMin && p <= sy::kPriorityMax);
       break;
     }
     case 4: {

@@ -25,8 +25,16 @@ const char kModel[] = "qwen3-tiny-bf16.gguf";
 constexpr int kKvBlocks = 256;  // 4096 tokens: the context limit the server reports
 
 std::vector<std::string> serve_args(const std::string& boot_id) {
-  return {"--model", fixture_path(kModel), "--boot-id", boot_id, "--kv-blocks", std::to_string(kKvBlocks),
-          "--max-num-seqs", "16", "--served-model-name", "tiny"};
+  return {"--model",
+          fixture_path(kModel),
+          "--boot-id",
+          boot_id,
+          "--kv-blocks",
+          std::to_string(kKvBlocks),
+          "--max-num-seqs",
+          "16",
+          "--served-model-name",
+          "tiny"};
 }
 
 // Polls /ready until 200 (the engine ran its warm-up step).
@@ -74,7 +82,8 @@ Generated internal_generate(uint16_t port, const json& body) {
   for (const auto& ev : s.rest()) {
     const json d = json::parse(ev.data);
     if (ev.type == "tokens") {
-      EXPECT_EQ(d["index"].get<size_t>(), body.value("resume_ids", json::array()).size() + g.ids.size());
+      EXPECT_EQ(d["index"].get<size_t>(),
+                body.value("resume_ids", json::array()).size() + g.ids.size());
       for (int32_t id : d["ids"]) g.ids.push_back(id);
       g.text += d["text"].get<std::string>();
     } else if (ev.type == "finish") {
@@ -114,8 +123,10 @@ Streamed stream_completion(uint16_t port, const std::string& path, json body) {
       continue;
     }
     const json& ch = c["choices"][0];
-    if (ch.contains("text")) out.text += ch["text"].get<std::string>();
-    else if (ch["delta"].contains("content")) out.text += ch["delta"]["content"].get<std::string>();
+    if (ch.contains("text"))
+      out.text += ch["text"].get<std::string>();
+    else if (ch["delta"].contains("content"))
+      out.text += ch["delta"]["content"].get<std::string>();
     if (!ch["finish_reason"].is_null()) out.finish_reason = ch["finish_reason"];
   }
   EXPECT_TRUE(s.complete());
@@ -126,9 +137,9 @@ Streamed stream_completion(uint16_t port, const std::string& path, json body) {
 json cli_generate(const std::vector<int32_t>& ids, int max_tokens) {
   std::string list;
   for (size_t i = 0; i < ids.size(); ++i) list += (i ? "," : "") + std::to_string(ids[i]);
-  const std::string cmd = std::string(SY_BIN_DIR) + "/switchyard-worker generate --model " + fixture_path(kModel) +
-                          " --prompt-ids " + list + " --max-tokens " + std::to_string(max_tokens) +
-                          " --ignore-eos --json 2>/dev/null";
+  const std::string cmd = std::string(SY_BIN_DIR) + "/switchyard-worker generate --model " +
+                          fixture_path(kModel) + " --prompt-ids " + list + " --max-tokens " +
+                          std::to_string(max_tokens) + " --ignore-eos --json 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -180,15 +191,18 @@ TEST_F(WorkerServerTest, GreedyResultsEqualGenerateAndTheGoldens) {
     ASSERT_TRUE(cli.is_object()) << "generate failed";
     EXPECT_EQ(cli["token_ids"].get<std::vector<int32_t>>(), want) << "prompt " << i;
 
-    const Generated g = internal_generate(port(), {{"request_id", "golden-" + std::to_string(i)}, {"prompt_ids", ids},
-                                                  {"max_tokens", 32}, {"temperature", 0}, {"ignore_eos", true},
-                                                  {"skip_special_tokens", false}});
+    const Generated g = internal_generate(port(), {{"request_id", "golden-" + std::to_string(i)},
+                                                   {"prompt_ids", ids},
+                                                   {"max_tokens", 32},
+                                                   {"temperature", 0},
+                                                   {"ignore_eos", true},
+                                                   {"skip_special_tokens", false}});
     EXPECT_TRUE(g.clean);
     EXPECT_EQ(g.ids, want) << "prompt " << i;
     EXPECT_EQ(g.text, cli["text"]) << "prompt " << i;
 
-    const json body = {{"model", "tiny"}, {"prompt", ids}, {"max_tokens", 32}, {"temperature", 0}, {"ignore_eos", true},
-                       {"skip_special_tokens", false}};
+    const json body = {{"model", "tiny"},  {"prompt", ids},      {"max_tokens", 32},
+                       {"temperature", 0}, {"ignore_eos", true}, {"skip_special_tokens", false}};
     const HttpResult r = post_json(port(), "/v1/completions", body);
     ASSERT_EQ(r.status, 200) << r.body;
     const json c = r.json();
@@ -210,20 +224,28 @@ TEST_F(WorkerServerTest, GreedyResultsEqualGenerateAndTheGoldens) {
 
 TEST_F(WorkerServerTest, TextPromptsAndChatStreamEqualTheirNonStreamedResults) {
   const json golden = load_golden("qwen3-tiny");
-  const json completion = {{"prompt", golden["prompts"][1]["text"]}, {"max_tokens", 20}, {"temperature", 0}, {"ignore_eos", true}};
+  const json completion = {{"prompt", golden["prompts"][1]["text"]},
+                           {"max_tokens", 20},
+                           {"temperature", 0},
+                           {"ignore_eos", true}};
   const json c = post_json(port(), "/v1/completions", completion).json();
-  EXPECT_EQ(c["usage"]["prompt_tokens"], golden["prompts"][1]["ids"].size());  // tokenized as the goldens
+  EXPECT_EQ(c["usage"]["prompt_tokens"],
+            golden["prompts"][1]["ids"].size());  // tokenized as the goldens
   EXPECT_EQ(stream_completion(port(), "/v1/completions", completion).text, c["choices"][0]["text"]);
 
-  json chat = {{"messages", golden["chat"][0]["messages"]}, {"max_completion_tokens", 12}, {"temperature", 0},
+  json chat = {{"messages", golden["chat"][0]["messages"]},
+               {"max_completion_tokens", 12},
+               {"temperature", 0},
                {"ignore_eos", true}};
-  if (golden["chat"][0].contains("kwargs")) chat["chat_template_kwargs"] = golden["chat"][0]["kwargs"];
+  if (golden["chat"][0].contains("kwargs"))
+    chat["chat_template_kwargs"] = golden["chat"][0]["kwargs"];
   const HttpResult r = post_json(port(), "/v1/chat/completions", chat);
   ASSERT_EQ(r.status, 200) << r.body;
   const json j = r.json();
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
-  EXPECT_EQ(j["usage"]["prompt_tokens"], golden["chat"][0]["ids"].size());  // the template as transformers renders it
+  EXPECT_EQ(j["usage"]["prompt_tokens"],
+            golden["chat"][0]["ids"].size());  // the template as transformers renders it
   EXPECT_EQ(j["usage"]["completion_tokens"], 12);
   const Streamed s = stream_completion(port(), "/v1/chat/completions", chat);
   EXPECT_EQ(s.text, j["choices"][0]["message"]["content"]);
@@ -236,7 +258,8 @@ TEST_F(WorkerServerTest, SixteenConcurrentStreamsEqualSoloRuns) {
   for (int i = 0; i < 16; ++i) {
     std::vector<int32_t> ids = golden["prompts"][i % 5]["ids"];
     ids.push_back(100 + 37 * i);  // 16 different prompts
-    bodies.push_back({{"prompt", ids}, {"max_tokens", 24}, {"temperature", 0}, {"ignore_eos", true}});
+    bodies.push_back(
+        {{"prompt", ids}, {"max_tokens", 24}, {"temperature", 0}, {"ignore_eos", true}});
   }
   std::vector<std::string> solo;
   for (const auto& b : bodies) {
@@ -246,7 +269,8 @@ TEST_F(WorkerServerTest, SixteenConcurrentStreamsEqualSoloRuns) {
   }
   std::vector<std::future<Streamed>> runs;
   for (const auto& b : bodies)
-    runs.push_back(std::async(std::launch::async, [&, b] { return stream_completion(port(), "/v1/completions", b); }));
+    runs.push_back(std::async(std::launch::async,
+                              [&, b] { return stream_completion(port(), "/v1/completions", b); }));
   for (size_t i = 0; i < runs.size(); ++i) {
     const Streamed s = runs[i].get();
     EXPECT_TRUE(s.done) << i;
@@ -264,9 +288,13 @@ struct BadRow {
 TEST_F(WorkerServerTest, BadRequestsGetTheirErrorsAndHarmNoOtherRequest) {
   // A long request streams meanwhile; it must finish intact.
   const json golden = load_golden("qwen3-tiny");
-  const json long_body = {{"request_id", "bystander"}, {"prompt_ids", golden["prompts"][0]["ids"]}, {"max_tokens", 200},
-                          {"temperature", 0}, {"ignore_eos", true}};
-  auto bystander = std::async(std::launch::async, [&] { return internal_generate(port(), long_body); });
+  const json long_body = {{"request_id", "bystander"},
+                          {"prompt_ids", golden["prompts"][0]["ids"]},
+                          {"max_tokens", 200},
+                          {"temperature", 0},
+                          {"ignore_eos", true}};
+  auto bystander =
+      std::async(std::launch::async, [&] { return internal_generate(port(), long_body); });
 
   const std::string chat_ok = R"("messages":[{"role":"user","content":"hi"}])";
   std::string too_many_ids = "[";
@@ -274,45 +302,56 @@ TEST_F(WorkerServerTest, BadRequestsGetTheirErrorsAndHarmNoOtherRequest) {
   too_many_ids += "]";
   const std::vector<BadRow> rows = {
       {"malformed_json", "POST", "/v1/completions", R"({"prompt":)", "", 400, "", ""},
-      {"wrong_type", "POST", "/v1/completions", R"({"prompt":"x","max_tokens":"ten"})", "", 400, "", "max_tokens"},
-      {"out_of_range", "POST", "/v1/completions", R"({"prompt":"x","temperature":-2})", "", 400, "", "temperature"},
-      {"unknown_model", "POST", "/v1/completions", R"({"model":"gpt-9","prompt":"x"})", "", 404, "model_not_found", "model"},
-      {"prompt_longer_than_context", "POST", "/v1/completions", R"({"prompt":)" + too_many_ids + "}", "", 400,
-       "context_length_exceeded", "prompt"},
-      {"max_tokens_beyond_context", "POST", "/v1/completions", R"({"prompt":"x","max_tokens":5000})", "", 400,
-       "context_length_exceeded", "max_tokens"},
-      {"chat_max_tokens_beyond_context", "POST", "/v1/chat/completions", "{" + chat_ok + R"(,"max_tokens":4095})", "", 400,
-       "context_length_exceeded", ""},
-      {"empty_messages", "POST", "/v1/chat/completions", R"({"messages":[]})", "", 400, "", "messages"},
-      {"malformed_message", "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":{"a":1}}]})", "", 400, "",
+      {"wrong_type", "POST", "/v1/completions", R"({"prompt":"x","max_tokens":"ten"})", "", 400, "",
+       "max_tokens"},
+      {"out_of_range", "POST", "/v1/completions", R"({"prompt":"x","temperature":-2})", "", 400, "",
+       "temperature"},
+      {"unknown_model", "POST", "/v1/completions", R"({"model":"gpt-9","prompt":"x"})", "", 404,
+       "model_not_found", "model"},
+      {"prompt_longer_than_context", "POST", "/v1/completions",
+       R"({"prompt":)" + too_many_ids + "}", "", 400, "context_length_exceeded", "prompt"},
+      {"max_tokens_beyond_context", "POST", "/v1/completions",
+       R"({"prompt":"x","max_tokens":5000})", "", 400, "context_length_exceeded", "max_tokens"},
+      {"chat_max_tokens_beyond_context", "POST", "/v1/chat/completions",
+       "{" + chat_ok + R"(,"max_tokens":4095})", "", 400, "context_length_exceeded", ""},
+      {"empty_messages", "POST", "/v1/chat/completions", R"({"messages":[]})", "", 400, "",
        "messages"},
-      {"unknown_role", "POST", "/v1/chat/completions", R"({"messages":[{"role":"wizard","content":"x"}]})", "", 400, "",
-       "messages"},
-      {"ids_out_of_vocabulary", "POST", "/v1/completions", R"({"prompt":[1,2,151680]})", "", 400, "", "prompt"},
+      {"malformed_message", "POST", "/v1/chat/completions",
+       R"({"messages":[{"role":"user","content":{"a":1}}]})", "", 400, "", "messages"},
+      {"unknown_role", "POST", "/v1/chat/completions",
+       R"({"messages":[{"role":"wizard","content":"x"}]})", "", 400, "", "messages"},
+      {"ids_out_of_vocabulary", "POST", "/v1/completions", R"({"prompt":[1,2,151680]})", "", 400,
+       "", "prompt"},
       {"absurd_n", "POST", "/v1/completions", R"({"prompt":"x","n":1000000})", "", 400, "", "n"},
-      {"best_of", "POST", "/v1/chat/completions", "{" + chat_ok + R"(,"best_of":4})", "", 400, "", "best_of"},
+      {"best_of", "POST", "/v1/chat/completions", "{" + chat_ok + R"(,"best_of":4})", "", 400, "",
+       "best_of"},
       {"invalid_utf8", "POST", "/v1/completions", "{\"prompt\":\"ab\xC3\x28\"}", "", 400, "", ""},
-      {"bad_priority_header", "POST", "/v1/completions", R"({"prompt":"x"})", "X-Priority: soon\r\n", 400, "", "X-Priority"},
-      {"body_too_large", "POST", "/v1/completions", R"({"prompt":")" + std::string(5 << 20, 'a') + "\"}", "", 413,
-       "request_too_large", ""},
+      {"bad_priority_header", "POST", "/v1/completions", R"({"prompt":"x"})",
+       "X-Priority: soon\r\n", 400, "", "X-Priority"},
+      {"body_too_large", "POST", "/v1/completions",
+       R"({"prompt":")" + std::string(5 << 20, 'a') + "\"}", "", 413, "request_too_large", ""},
       {"internal_ids_out_of_vocabulary", "POST", "/internal/generate",
        R"({"request_id":"x1","prompt_ids":[1,999999],"max_tokens":4})", "", 400, "", "prompt_ids"},
       {"internal_resume_beyond_context", "POST", "/internal/generate",
-       R"({"request_id":"x2","prompt_ids":[1],"max_tokens":4096})", "", 400, "context_length_exceeded", "max_tokens"},
-      {"internal_duplicate_id", "POST", "/internal/generate", R"({"request_id":"bystander","prompt_ids":[1],"max_tokens":4})",
-       "", 409, "duplicate_request_id", "request_id"},
+       R"({"request_id":"x2","prompt_ids":[1],"max_tokens":4096})", "", 400,
+       "context_length_exceeded", "max_tokens"},
+      {"internal_duplicate_id", "POST", "/internal/generate",
+       R"({"request_id":"bystander","prompt_ids":[1],"max_tokens":4})", "", 409,
+       "duplicate_request_id", "request_id"},
       {"unknown_path", "GET", "/v2/everything", "", "", 404, "not_found", ""},
       {"wrong_method", "GET", "/v1/completions", "", "", 405, "method_not_allowed", ""},
   };
   // Wait until the bystander runs, so that the duplicate id is live.
-  for (int i = 0; i < 400 && metric(port(), "switchyard_worker_requests_running") < 1; ++i) std::this_thread::sleep_for(5ms);
+  for (int i = 0; i < 400 && metric(port(), "switchyard_worker_requests_running") < 1; ++i)
+    std::this_thread::sleep_for(5ms);
   for (const auto& row : rows) {
     const HttpResult r = http_request(port(), row.method, row.path, row.body, row.headers);
     EXPECT_EQ(r.status, row.status) << row.name << ": " << r.body;
     const json e = r.json();
     ASSERT_TRUE(e.is_object() && e.contains("error")) << row.name << ": " << r.body;
     EXPECT_TRUE(e["error"]["message"].is_string()) << row.name;
-    EXPECT_EQ(e["error"]["type"], row.status >= 500 ? "server_error" : "invalid_request_error") << row.name;
+    EXPECT_EQ(e["error"]["type"], row.status >= 500 ? "server_error" : "invalid_request_error")
+        << row.name;
     if (!row.code.empty()) {
       EXPECT_EQ(e["error"]["code"], row.code) << row.name;
     }
@@ -325,14 +364,18 @@ TEST_F(WorkerServerTest, BadRequestsGetTheirErrorsAndHarmNoOtherRequest) {
   EXPECT_TRUE(g.clean);
   EXPECT_EQ(g.ids.size(), 200u);
   // And the server still serves.
-  const HttpResult ok = post_json(port(), "/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 3}});
+  const HttpResult ok =
+      post_json(port(), "/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 3}});
   EXPECT_EQ(ok.status, 200) << ok.body;
 }
 
 TEST_F(WorkerServerTest, ClosedConnectionCancelsTheRequestAndFreesItsBlocks) {
   const double aborted = metric(port(), "switchyard_worker_requests_aborted_total");
   {  // streaming: close after the first chunk
-    const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 3000}, {"temperature", 0}, {"ignore_eos", true},
+    const json body = {{"prompt", "Once upon a time"},
+                       {"max_tokens", 3000},
+                       {"temperature", 0},
+                       {"ignore_eos", true},
                        {"stream", true}};
     SseStream s(port(), "POST", "/v1/completions", body.dump());
     ASSERT_EQ(s.status(), 200);
@@ -344,34 +387,44 @@ TEST_F(WorkerServerTest, ClosedConnectionCancelsTheRequestAndFreesItsBlocks) {
   }
   EXPECT_EQ(wait_metric(port(), "switchyard_worker_requests_running", 0), 0);
   EXPECT_EQ(wait_metric(port(), "switchyard_worker_kv_blocks_used", 0), 0);
-  EXPECT_EQ(wait_metric(port(), "switchyard_worker_requests_aborted_total", aborted + 1), aborted + 1);
+  EXPECT_EQ(wait_metric(port(), "switchyard_worker_requests_aborted_total", aborted + 1),
+            aborted + 1);
   {  // non-streaming: close while the handler waits for the engine
     SseStream s(port(), "POST", "/internal/generate",
-                json{{"request_id", "to-cancel"}, {"prompt_ids", {1, 2, 3}}, {"max_tokens", 3000}, {"ignore_eos", true}}.dump());
+                json{{"request_id", "to-cancel"},
+                     {"prompt_ids", {1, 2, 3}},
+                     {"max_tokens", 3000},
+                     {"ignore_eos", true}}
+                    .dump());
     std::vector<http::SseEvent> evs;
     ASSERT_TRUE(s.next(evs));
     s.close();
   }
-  EXPECT_EQ(wait_metric(port(), "switchyard_worker_requests_aborted_total", aborted + 2), aborted + 2);
+  EXPECT_EQ(wait_metric(port(), "switchyard_worker_requests_aborted_total", aborted + 2),
+            aborted + 2);
   for (int i = 0; i < 2; ++i) {
     net::io_context ioc;
     tcp::socket sock(ioc);
     sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port()));
-    const std::string body = json{{"prompt", "x"}, {"max_tokens", 3000}, {"ignore_eos", true}}.dump();
+    const std::string body =
+        json{{"prompt", "x"}, {"max_tokens", 3000}, {"ignore_eos", true}}.dump();
     net::write(sock, net::buffer(request_text("POST", "/v1/completions", body, {})));
     EXPECT_EQ(wait_metric(port(), "switchyard_worker_requests_running", 1), 1);
     sock.close();  // before any response byte
     EXPECT_EQ(wait_metric(port(), "switchyard_worker_requests_running", 0), 0);
   }
-  EXPECT_EQ(wait_metric(port(), "switchyard_worker_requests_aborted_total", aborted + 4), aborted + 4);
+  EXPECT_EQ(wait_metric(port(), "switchyard_worker_requests_aborted_total", aborted + 4),
+            aborted + 4);
   EXPECT_EQ(wait_metric(port(), "switchyard_worker_kv_blocks_used", 0), 0);
 }
 
 TEST_F(WorkerServerTest, ResumeIdsContinueExactly) {
   const json golden = load_golden("qwen3-tiny");
   const std::vector<int32_t> prompt = golden["prompts"][4]["ids"];
-  for (const json& sampling : {json{{"temperature", 0}}, json{{"temperature", 0.9}, {"top_p", 0.95}, {"seed", 1234}}}) {
-    json full_req = {{"request_id", "full"}, {"prompt_ids", prompt}, {"max_tokens", 30}, {"ignore_eos", true}};
+  for (const json& sampling :
+       {json{{"temperature", 0}}, json{{"temperature", 0.9}, {"top_p", 0.95}, {"seed", 1234}}}) {
+    json full_req = {
+        {"request_id", "full"}, {"prompt_ids", prompt}, {"max_tokens", 30}, {"ignore_eos", true}};
     full_req.update(sampling);
     const Generated full = internal_generate(port(), full_req);
     ASSERT_EQ(full.ids.size(), 30u);
@@ -380,7 +433,8 @@ TEST_F(WorkerServerTest, ResumeIdsContinueExactly) {
     resume_req["request_id"] = "resumed";
     resume_req["resume_ids"] = head;
     const Generated rest = internal_generate(port(), resume_req);
-    EXPECT_EQ(rest.ids, std::vector<int32_t>(full.ids.begin() + 11, full.ids.end())) << sampling.dump();
+    EXPECT_EQ(rest.ids, std::vector<int32_t>(full.ids.begin() + 11, full.ids.end()))
+        << sampling.dump();
     EXPECT_EQ(rest.finish["usage"]["completion_tokens"], 30);
     // The text of the continuation is the rest of the uninterrupted text.
     const Generated first = internal_generate(port(), [&] {
@@ -396,7 +450,8 @@ TEST_F(WorkerServerTest, ResumeIdsContinueExactly) {
 
 TEST_F(WorkerServerTest, KvEventsShowStoredHashesAndTheCacheIsUsed) {
   // The fingerprint the gateway computes from the model file is the worker's.
-  const uint64_t fingerprint = policy::model_fingerprint(model_identity_description(fixture_path(kModel)));
+  const uint64_t fingerprint =
+      policy::model_fingerprint(model_identity_description(fixture_path(kModel)));
   EXPECT_EQ(ready_["model_fingerprint"].get<uint64_t>(), fingerprint);
 
   SseStream events(port(), "GET", "/internal/kv-events");
@@ -409,7 +464,8 @@ TEST_F(WorkerServerTest, KvEventsShowStoredHashesAndTheCacheIsUsed) {
 
   std::vector<int32_t> prompt;
   for (int i = 0; i < 70; ++i) prompt.push_back(1000 + 7 * i);  // 4 full blocks and 6 tokens
-  const json body = {{"prompt", prompt}, {"max_tokens", 4}, {"temperature", 0}, {"ignore_eos", true}};
+  const json body = {
+      {"prompt", prompt}, {"max_tokens", 4}, {"temperature", 0}, {"ignore_eos", true}};
   const json first = post_json(port(), "/v1/completions", body).json();
   const std::vector<uint64_t> want = policy::prefix_block_hashes(fingerprint, prompt, 16);
   ASSERT_EQ(want.size(), 4u);
@@ -438,7 +494,8 @@ TEST(WorkerServerShutdown, SigtermEndsStreamsInFlightWithAnErrorAndExitsCleanly)
   ASSERT_NE(w.port(), 0);
   wait_ready(w.port());
   SseStream s(w.port(), "POST", "/v1/completions",
-              json{{"prompt", "Once"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump());
+              json{{"prompt", "Once"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}
+                  .dump());
   std::vector<http::SseEvent> evs;
   ASSERT_TRUE(s.next(evs));
   SseStream kv(w.port(), "GET", "/internal/kv-events");

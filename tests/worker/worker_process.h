@@ -47,7 +47,11 @@ class WorkerProcess {
       if (!std::getenv("SY_TEST_WORKER_STDERR")) ::dup2(devnull, 2);
       ::close(out[0]);
       ::close(out[1]);
-      std::vector<std::string> all = {std::string(SY_BIN_DIR) + "/switchyard-worker", "serve", "--port", "0", "--host",
+      std::vector<std::string> all = {std::string(SY_BIN_DIR) + "/switchyard-worker",
+                                      "serve",
+                                      "--port",
+                                      "0",
+                                      "--host",
                                       "127.0.0.1"};
       all.insert(all.end(), args.begin(), args.end());
       std::vector<char*> argv;
@@ -112,16 +116,18 @@ inline void set_receive_timeout(tcp::socket& s, int seconds) {
   ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
-inline std::string request_text(const std::string& method, const std::string& target, const std::string& body,
-                                const std::string& headers) {
+inline std::string request_text(const std::string& method, const std::string& target,
+                                const std::string& body, const std::string& headers) {
   std::string r = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + headers;
-  if (method == "POST") r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  if (method == "POST")
+    r +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   return r + "\r\n" + body;
 }
 
 // One request on a fresh connection.
-inline HttpResult http_request(uint16_t port, const std::string& method, const std::string& target, const std::string& body = {},
-                               const std::string& headers = {}) {
+inline HttpResult http_request(uint16_t port, const std::string& method, const std::string& target,
+                               const std::string& body = {}, const std::string& headers = {}) {
   net::io_context ioc;
   tcp::socket s(ioc);
   beast::error_code ec;
@@ -148,7 +154,8 @@ inline HttpResult post_json(uint16_t port, const std::string& target, const nloh
 // An SSE response read incrementally.
 class SseStream {
  public:
-  SseStream(uint16_t port, const std::string& method, const std::string& target, const std::string& body = {})
+  SseStream(uint16_t port, const std::string& method, const std::string& target,
+            const std::string& body = {})
       : socket_(ioc_) {
     beast::error_code ec;
     socket_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);

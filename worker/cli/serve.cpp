@@ -43,28 +43,33 @@ std::string default_model_name(const std::string& path) {
 template <class Pred>
 void wait_until(Pred done, std::chrono::milliseconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  while (!done() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 }  // namespace
 
 int run_serve(const std::vector<std::string>& argv) {
   Args a(argv,
-         {"model", "host", "port", "boot-id", "max-num-seqs", "kv-blocks", "kv-memory-gb", "prefill-chunk", "block-size",
-          "served-model-name", "device", "http-threads"},
+         {"model", "host", "port", "boot-id", "max-num-seqs", "kv-blocks", "kv-memory-gb",
+          "prefill-chunk", "block-size", "served-model-name", "device", "http-threads"},
          {"no-prefix-caching"});
-  if (a.has("kv-blocks") && a.has("kv-memory-gb")) throw UsageError("give at most one of --kv-blocks and --kv-memory-gb");
+  if (a.has("kv-blocks") && a.has("kv-memory-gb"))
+    throw UsageError("give at most one of --kv-blocks and --kv-memory-gb");
   const int64_t port = a.get_int("port", 8000);
   if (port < 0 || port > 65535) throw UsageError("--port must be in 0..65535");
   const int64_t max_num_seqs = a.get_int("max-num-seqs", 16);
-  if (max_num_seqs < 1 || max_num_seqs > 4096) throw UsageError("--max-num-seqs must be in 1..4096");
+  if (max_num_seqs < 1 || max_num_seqs > 4096)
+    throw UsageError("--max-num-seqs must be in 1..4096");
   const int64_t prefill_chunk = a.get_int("prefill-chunk", 256);
-  if (prefill_chunk < 1 || prefill_chunk > 1'000'000) throw UsageError("--prefill-chunk must be in 1..1000000");
+  if (prefill_chunk < 1 || prefill_chunk > 1'000'000)
+    throw UsageError("--prefill-chunk must be in 1..1000000");
   const int64_t http_threads = a.get_int("http-threads", 2);
   if (http_threads < 1 || http_threads > 256) throw UsageError("--http-threads must be in 1..256");
   BackendOptions bo;
   bo.block_size = static_cast<int32_t>(a.get_int("block-size", 16));
-  if (bo.block_size <= 0 || bo.block_size > 1024) throw UsageError("--block-size must be in 1..1024");
+  if (bo.block_size <= 0 || bo.block_size > 1024)
+    throw UsageError("--block-size must be in 1..1024");
   if (a.has("kv-blocks")) {
     const int64_t n = a.get_int("kv-blocks", 0);
     if (n <= 0 || n > INT32_MAX) throw UsageError("--kv-blocks must be positive");
@@ -82,7 +87,8 @@ int run_serve(const std::vector<std::string>& argv) {
   std::shared_ptr<const Tokenizer> tok = Tokenizer::from_model(*src);
   std::shared_ptr<const ChatTemplate> tmpl;
   try {
-    tmpl = std::make_shared<ChatTemplate>(ChatTemplate::from_model(*src, tok->bos_token(), tok->eos_token()));
+    tmpl = std::make_shared<ChatTemplate>(
+        ChatTemplate::from_model(*src, tok->bos_token(), tok->eos_token()));
   } catch (const ModelFileError& e) {
     std::fprintf(stderr, "warning: %s; /v1/chat/completions will refuse requests\n", e.what());
   }
@@ -93,9 +99,9 @@ int run_serve(const std::vector<std::string>& argv) {
   eo.prefix_caching = !a.has("no-prefix-caching");
   eo.model_fingerprint = policy::model_fingerprint(model_identity_description(model_path));
   Engine engine(create_backend(a.get_or("device", "cpu"), *src, config, bo), tok, eo);
-  std::fprintf(stderr, "model %s: %s; %d KV blocks of %d tokens; fingerprint %016llx\n", model_path.c_str(),
-               config.describe().c_str(), engine.num_kv_blocks(), engine.block_size(),
-               static_cast<unsigned long long>(eo.model_fingerprint));
+  std::fprintf(stderr, "model %s: %s; %d KV blocks of %d tokens; fingerprint %016llx\n",
+               model_path.c_str(), config.describe().c_str(), engine.num_kv_blocks(),
+               engine.block_size(), static_cast<unsigned long long>(eo.model_fingerprint));
 
   WorkerServerOptions wo;
   wo.boot_id = a.get_or("boot-id", "");
@@ -127,7 +133,8 @@ int run_serve(const std::vector<std::string>& argv) {
     });
 
   const bool v6 = host.find(':') != std::string::npos;
-  std::printf("switchyard-worker listening on http://%s%s%s:%u\n", v6 ? "[" : "", host.c_str(), v6 ? "]" : "", server.port());
+  std::printf("switchyard-worker listening on http://%s%s%s:%u\n", v6 ? "[" : "", host.c_str(),
+              v6 ? "]" : "", server.port());
   std::fflush(stdout);
 
   const int sig = stop_signal.get_future().get();

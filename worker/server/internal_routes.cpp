@@ -15,15 +15,25 @@ constexpr std::chrono::seconds kKvPingInterval{15};
 
 class InternalSink : public RequestSink, public std::enable_shared_from_this<InternalSink> {
  public:
-  InternalSink(std::shared_ptr<WorkerServer::Shared> s, std::shared_ptr<http::Exchange> ex, std::string id, int32_t first_index,
-               bool logprobs, Clock::time_point arrived)
-      : s_(std::move(s)), ex_(std::move(ex)), id_(std::move(id)), index_(first_index), logprobs_(logprobs), arrived_(arrived) {}
+  InternalSink(std::shared_ptr<WorkerServer::Shared> s, std::shared_ptr<http::Exchange> ex,
+               std::string id, int32_t first_index, bool logprobs, Clock::time_point arrived)
+      : s_(std::move(s)),
+        ex_(std::move(ex)),
+        id_(std::move(id)),
+        index_(first_index),
+        logprobs_(logprobs),
+        arrived_(arrived) {}
 
   void on_tokens(std::vector<TokenEvent> tokens) override {
-    boost::asio::post(ex_->executor(), [self = shared_from_this(), t = std::move(tokens)]() mutable { self->tokens(std::move(t)); });
+    boost::asio::post(ex_->executor(),
+                      [self = shared_from_this(), t = std::move(tokens)]() mutable {
+                        self->tokens(std::move(t));
+                      });
   }
   void on_finish(FinishEvent f) override {
-    boost::asio::post(ex_->executor(), [self = shared_from_this(), f = std::move(f)]() mutable { self->finish(std::move(f)); });
+    boost::asio::post(ex_->executor(), [self = shared_from_this(), f = std::move(f)]() mutable {
+      self->finish(std::move(f));
+    });
   }
 
  private:
@@ -33,7 +43,8 @@ class InternalSink : public RequestSink, public std::enable_shared_from_this<Int
     for (auto& t : tokens) {
       ev.ids.push_back(t.id);
       ev.text += t.text;
-      if (logprobs_) ev.logprobs.push_back(InternalTokenLogprob{t.logprob, std::move(t.top_logprobs)});
+      if (logprobs_)
+        ev.logprobs.push_back(InternalTokenLogprob{t.logprob, std::move(t.top_logprobs)});
     }
     index_ += static_cast<int32_t>(ev.ids.size());
     ex_->write(internal_tokens_event(ev));
@@ -47,9 +58,11 @@ class InternalSink : public RequestSink, public std::enable_shared_from_this<Int
                          Usage{f.prompt_tokens, f.completion_tokens, f.cached_tokens}};
       ex_->write(internal_finish_event(fin));
     } else {
-      ex_->write(sse_error(f.reason == FinishReason::kAbort
-                               ? ApiError::unavailable("the request was aborted: the worker is shutting down", "aborted")
-                               : ApiError::internal(f.error.empty() ? "generation failed" : f.error)));
+      ex_->write(
+          sse_error(f.reason == FinishReason::kAbort
+                        ? ApiError::unavailable(
+                              "the request was aborted: the worker is shutting down", "aborted")
+                        : ApiError::internal(f.error.empty() ? "generation failed" : f.error)));
     }
     ex_->finish();
   }
@@ -62,11 +75,14 @@ class InternalSink : public RequestSink, public std::enable_shared_from_this<Int
   const Clock::time_point arrived_;
 };
 
-std::optional<ApiError> check_ids(const std::vector<int32_t>& ids, int32_t vocab, const char* field) {
+std::optional<ApiError> check_ids(const std::vector<int32_t>& ids, int32_t vocab,
+                                  const char* field) {
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] >= vocab)
-      return ApiError::bad_request(std::string(field) + "[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
-                                       " is outside the vocabulary [0, " + std::to_string(vocab) + ")", field);
+      return ApiError::bad_request(
+          std::string(field) + "[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
+              " is outside the vocabulary [0, " + std::to_string(vocab) + ")",
+          field);
   return std::nullopt;
 }
 
@@ -75,7 +91,8 @@ std::optional<ApiError> check_ids(const std::vector<int32_t>& ids, int32_t vocab
 // peer.
 class KvStream : public KvStreamHandle, public std::enable_shared_from_this<KvStream> {
  public:
-  KvStream(Engine& engine, std::shared_ptr<http::Exchange> ex) : engine_(engine), ex_(std::move(ex)), ping_(ex_->executor()) {}
+  KvStream(Engine& engine, std::shared_ptr<http::Exchange> ex)
+      : engine_(engine), ex_(std::move(ex)), ping_(ex_->executor()) {}
 
   void start() {
     std::weak_ptr<KvStream> weak = weak_from_this();
@@ -107,7 +124,8 @@ class KvStream : public KvStreamHandle, public std::enable_shared_from_this<KvSt
     if (!out.empty() && !ex_->write(std::move(out))) return stop();
     if (sub_->overflowed()) {
       // Too far behind to catch up: the client reconnects and starts from a snapshot.
-      ex_->write(sse_error(ApiError::unavailable("kv event subscriber fell too far behind; reconnect", "kv_events_overflow")));
+      ex_->write(sse_error(ApiError::unavailable(
+          "kv event subscriber fell too far behind; reconnect", "kv_events_overflow")));
       ex_->finish();
       stop();
     }
@@ -135,29 +153,34 @@ class KvStream : public KvStreamHandle, public std::enable_shared_from_this<KvSt
 
 }  // namespace
 
-void handle_internal_generate(std::shared_ptr<WorkerServer::Shared> s, std::shared_ptr<http::Exchange> ex) {
+void handle_internal_generate(std::shared_ptr<WorkerServer::Shared> s,
+                              std::shared_ptr<http::Exchange> ex) {
   const auto arrived = Clock::now();
   s->requests_total[WorkerServer::Shared::kGenerate]->inc();
   InternalGenerateRequest req;
   if (auto e = parse_internal_generate(ex->request().body(), req)) return ex->respond_error(*e);
   if (!s->admit(*ex)) return;
   const int32_t vocab = s->limits.vocab_size;
-  for (auto [ids, field] : {std::pair{&req.prompt_ids, "prompt_ids"}, {&req.resume_ids, "resume_ids"},
+  for (auto [ids, field] : {std::pair{&req.prompt_ids, "prompt_ids"},
+                            {&req.resume_ids, "resume_ids"},
                             {&req.sampling.stop_token_ids, "stop_token_ids"}})
     if (auto e = check_ids(*ids, vocab, field)) return ex->respond_error(*e);
-  const int64_t total = static_cast<int64_t>(req.prompt_ids.size()) +
-                        std::max<int64_t>(req.sampling.max_tokens, static_cast<int64_t>(req.resume_ids.size()));
+  const int64_t total =
+      static_cast<int64_t>(req.prompt_ids.size()) +
+      std::max<int64_t>(req.sampling.max_tokens, static_cast<int64_t>(req.resume_ids.size()));
   if (total > s->limits.context_length)
-    return ex->respond_error(ApiError::bad_request("prompt_ids (" + std::to_string(req.prompt_ids.size()) + ") plus max_tokens (" +
-                                                       std::to_string(req.sampling.max_tokens) + ") exceed the context of " +
-                                                       std::to_string(s->limits.context_length) + " tokens",
-                                                   "max_tokens", "context_length_exceeded"));
+    return ex->respond_error(ApiError::bad_request(
+        "prompt_ids (" + std::to_string(req.prompt_ids.size()) + ") plus max_tokens (" +
+            std::to_string(req.sampling.max_tokens) + ") exceed the context of " +
+            std::to_string(s->limits.context_length) + " tokens",
+        "max_tokens", "context_length_exceeded"));
   if (!s->claim_id(req.request_id))
-    return ex->respond_error(ApiError{409, "invalid_request_error", "request_id '" + req.request_id + "' is already running",
+    return ex->respond_error(ApiError{409, "invalid_request_error",
+                                      "request_id '" + req.request_id + "' is already running",
                                       "request_id", "duplicate_request_id"});
   const bool logprobs = req.sampling.logprobs >= 0;
-  auto sink = std::make_shared<InternalSink>(s, ex, req.request_id, static_cast<int32_t>(req.resume_ids.size()), logprobs,
-                                             arrived);
+  auto sink = std::make_shared<InternalSink>(
+      s, ex, req.request_id, static_cast<int32_t>(req.resume_ids.size()), logprobs, arrived);
   ex->start_stream();
   ex->on_cancel([s, id = req.request_id] { s->engine.cancel(id); });
   EngineRequest er;
@@ -172,12 +195,14 @@ void handle_internal_generate(std::shared_ptr<WorkerServer::Shared> s, std::shar
 
 void handle_kv_events(std::shared_ptr<WorkerServer::Shared> s, std::shared_ptr<http::Exchange> ex) {
   s->requests_total[WorkerServer::Shared::kKvEvents]->inc();
-  if (s->stopping.load()) return ex->respond_error(ApiError::unavailable("the worker is shutting down", "shutting_down"));
+  if (s->stopping.load())
+    return ex->respond_error(ApiError::unavailable("the worker is shutting down", "shutting_down"));
   ex->start_stream();
   auto stream = std::make_shared<KvStream>(s->engine, ex);
   {
     std::lock_guard<std::mutex> lock(s->mu);
-    std::erase_if(s->kv_streams, [](const std::weak_ptr<KvStreamHandle>& w) { return w.expired(); });
+    std::erase_if(s->kv_streams,
+                  [](const std::weak_ptr<KvStreamHandle>& w) { return w.expired(); });
     s->kv_streams.push_back(stream);
   }
   stream->start();

@@ -24,8 +24,9 @@ void token_strings(const Tokenizer& tok, int32_t id, std::string& text, std::str
 // strand, where they become the response.
 class OpenAiSink : public RequestSink, public std::enable_shared_from_this<OpenAiSink> {
  public:
-  OpenAiSink(std::shared_ptr<WorkerServer::Shared> s, std::shared_ptr<http::Exchange> ex, ResponseHeader header,
-             bool stream, bool include_usage, bool logprobs, Clock::time_point arrived)
+  OpenAiSink(std::shared_ptr<WorkerServer::Shared> s, std::shared_ptr<http::Exchange> ex,
+             ResponseHeader header, bool stream, bool include_usage, bool logprobs,
+             Clock::time_point arrived)
       : s_(std::move(s)),
         ex_(std::move(ex)),
         header_(std::move(header)),
@@ -35,10 +36,15 @@ class OpenAiSink : public RequestSink, public std::enable_shared_from_this<OpenA
         arrived_(arrived) {}
 
   void on_tokens(std::vector<TokenEvent> tokens) override {
-    boost::asio::post(ex_->executor(), [self = shared_from_this(), t = std::move(tokens)]() mutable { self->tokens(std::move(t)); });
+    boost::asio::post(ex_->executor(),
+                      [self = shared_from_this(), t = std::move(tokens)]() mutable {
+                        self->tokens(std::move(t));
+                      });
   }
   void on_finish(FinishEvent f) override {
-    boost::asio::post(ex_->executor(), [self = shared_from_this(), f = std::move(f)]() mutable { self->finish(std::move(f)); });
+    boost::asio::post(ex_->executor(), [self = shared_from_this(), f = std::move(f)]() mutable {
+      self->finish(std::move(f));
+    });
   }
 
  private:
@@ -81,9 +87,11 @@ class OpenAiSink : public RequestSink, public std::enable_shared_from_this<OpenA
     if (!clean) {
       // An abort reaches a client only when the worker is shutting down (a client that
       // left has no one to tell); an engine error is ours, not the request's.
-      const ApiError e = f.reason == FinishReason::kAbort
-                             ? ApiError::unavailable("the request was aborted: the worker is shutting down", "aborted")
-                             : ApiError::internal(f.error.empty() ? "generation failed" : f.error);
+      const ApiError e =
+          f.reason == FinishReason::kAbort
+              ? ApiError::unavailable("the request was aborted: the worker is shutting down",
+                                      "aborted")
+              : ApiError::internal(f.error.empty() ? "generation failed" : f.error);
       if (!stream_) return ex_->respond_error(e);
       ex_->write(sse_error(e));  // never a clean [DONE] after a truncation
       return ex_->finish();
@@ -91,11 +99,13 @@ class OpenAiSink : public RequestSink, public std::enable_shared_from_this<OpenA
     const char* reason = finish_reason_name(f.reason);
     if (!stream_) {
       text_ += f.text;
-      return ex_->respond_json(http::Status::ok,
-                               completion_response(header_, text_, reason, logprobs_ ? &all_logprobs_ : nullptr, usage));
+      return ex_->respond_json(
+          http::Status::ok,
+          completion_response(header_, text_, reason, logprobs_ ? &all_logprobs_ : nullptr, usage));
     }
     const std::vector<TokenLogprob> none;
-    std::string out = delta_chunk(header_, f.text, logprobs_ ? &none : nullptr, reason, include_usage_);
+    std::string out =
+        delta_chunk(header_, f.text, logprobs_ ? &none : nullptr, reason, include_usage_);
     if (include_usage_) out += usage_chunk(header_, usage);
     out += kSseDone;
     ex_->write(std::move(out));
@@ -114,8 +124,11 @@ class OpenAiSink : public RequestSink, public std::enable_shared_from_this<OpenA
 
 // The chat's prompt ids: the model's template over the messages, then the tokenizer
 // (the rendered text already holds the special tokens the template wants).
-std::optional<ApiError> chat_prompt_ids(const WorkerServer::Shared& s, const OpenAiRequest& req, std::vector<int32_t>& ids) {
-  if (!s.chat_template) return ApiError::bad_request("this model has no chat template; use /v1/completions", "messages");
+std::optional<ApiError> chat_prompt_ids(const WorkerServer::Shared& s, const OpenAiRequest& req,
+                                        std::vector<int32_t>& ids) {
+  if (!s.chat_template)
+    return ApiError::bad_request("this model has no chat template; use /v1/completions",
+                                 "messages");
   std::string text;
   try {
     text = s.chat_template->render(req.messages, req.add_generation_prompt, req.template_kwargs);
@@ -126,7 +139,8 @@ std::optional<ApiError> chat_prompt_ids(const WorkerServer::Shared& s, const Ope
     // was given (a missing field, a limit) is the request's fault; the template parsed
     // and rendered at startup.
     if (e.kind() != jinja::TemplateError::Kind::kSyntax)
-      return ApiError::bad_request("the chat template cannot render these messages: " + std::string(e.what()), "messages");
+      return ApiError::bad_request(
+          "the chat template cannot render these messages: " + std::string(e.what()), "messages");
     return ApiError::internal(e.what());
   }
   ids = s.engine.tokenizer().encode(text, false);
@@ -140,19 +154,23 @@ bool served(const WorkerServer::Shared& s, const std::string& model) {
 
 }  // namespace
 
-void handle_openai(std::shared_ptr<WorkerServer::Shared> s, ApiKind kind, std::shared_ptr<http::Exchange> ex) {
+void handle_openai(std::shared_ptr<WorkerServer::Shared> s, ApiKind kind,
+                   std::shared_ptr<http::Exchange> ex) {
   const auto arrived = Clock::now();
   const bool chat = kind == ApiKind::kChatCompletion;
   s->requests_total[chat ? WorkerServer::Shared::kChat : WorkerServer::Shared::kCompletions]->inc();
   OpenAiRequest req;
   const std::string& body = ex->request().body();
-  if (auto e = chat ? parse_chat_request(body, req) : parse_completion_request(body, req)) return ex->respond_error(*e);
-  if (!req.model.empty() && !served(*s, req.model)) return ex->respond_error(ApiError::model_not_found(req.model));
+  if (auto e = chat ? parse_chat_request(body, req) : parse_completion_request(body, req))
+    return ex->respond_error(*e);
+  if (!req.model.empty() && !served(*s, req.model))
+    return ex->respond_error(ApiError::model_not_found(req.model));
   int32_t priority = kPriorityStandard;
   if (req.priority) {
     priority = *req.priority;  // the body wins over the header
   } else if (auto h = ex->request().find("X-Priority"); h != ex->request().end()) {
-    if (auto e = parse_priority_header(std::string_view(h->value().data(), h->value().size()), priority))
+    if (auto e =
+            parse_priority_header(std::string_view(h->value().data(), h->value().size()), priority))
       return ex->respond_error(*e);
   }
   if (!s->admit(*ex)) return;
@@ -161,7 +179,8 @@ void handle_openai(std::shared_ptr<WorkerServer::Shared> s, ApiKind kind, std::s
   if (chat) {
     if (auto e = chat_prompt_ids(*s, req, ids)) return ex->respond_error(*e);
   } else {
-    ids = req.prompt_is_ids ? std::move(req.prompt_ids) : s->engine.tokenizer().encode(req.prompt, true);
+    ids = req.prompt_is_ids ? std::move(req.prompt_ids)
+                            : s->engine.tokenizer().encode(req.prompt, true);
   }
   if (auto e = check_prompt(ids, s->limits, req)) return ex->respond_error(*e);
 
@@ -169,7 +188,8 @@ void handle_openai(std::shared_ptr<WorkerServer::Shared> s, ApiKind kind, std::s
                         req.model.empty() ? s->options.model_names.at(0) : req.model, unix_now()};
   s->claim_id(header.id);
   const bool logprobs = req.sampling.logprobs >= 0;
-  auto sink = std::make_shared<OpenAiSink>(s, ex, header, req.stream, req.include_usage, logprobs, arrived);
+  auto sink =
+      std::make_shared<OpenAiSink>(s, ex, header, req.stream, req.include_usage, logprobs, arrived);
   if (req.stream) {
     ex->start_stream();
     if (chat) ex->write(role_chunk(header, req.include_usage));

@@ -49,8 +49,10 @@ struct WorkerServer::Shared {
   bool admit(http::Exchange& ex);
 };
 
-void handle_openai(std::shared_ptr<WorkerServer::Shared> s, ApiKind kind, std::shared_ptr<http::Exchange> ex);
-void handle_internal_generate(std::shared_ptr<WorkerServer::Shared> s, std::shared_ptr<http::Exchange> ex);
+void handle_openai(std::shared_ptr<WorkerServer::Shared> s, ApiKind kind,
+                   std::shared_ptr<http::Exchange> ex);
+void handle_internal_generate(std::shared_ptr<WorkerServer::Shared> s,
+                              std::shared_ptr<http::Exchange> ex);
 void handle_kv_events(std::shared_ptr<WorkerServer::Shared> s, std::shared_ptr<http::Exchange> ex);
 
 // Seconds since the epoch.

@@ -10,16 +10,20 @@
 namespace sy {
 
 int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string WorkerServer::Shared::new_request_id(const char* prefix) {
   // A random per-process part keeps ids distinct across workers and restarts; the
   // counter keeps them distinct within one.
-  static const uint64_t process_part = std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
+  static const uint64_t process_part =
+      std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
   static std::atomic<uint64_t> counter{0};
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%s%016llx%08llx", prefix, static_cast<unsigned long long>(process_part),
+  std::snprintf(buf, sizeof buf, "%s%016llx%08llx", prefix,
+                static_cast<unsigned long long>(process_part),
                 static_cast<unsigned long long>(counter.fetch_add(1)));
   return buf;
 }
@@ -58,21 +62,25 @@ ModelLimits model_limits(const Engine& e) {
 
 }  // namespace
 
-WorkerServer::WorkerServer(Engine& engine, std::shared_ptr<const ChatTemplate> chat_template, WorkerServerOptions options)
+WorkerServer::WorkerServer(Engine& engine, std::shared_ptr<const ChatTemplate> chat_template,
+                           WorkerServerOptions options)
     : engine_(engine),
       options_(std::move(options)),
       limits_(model_limits(engine)),
       ttft_(metrics_.histogram("switchyard_worker_time_to_first_token_seconds",
-                               "Time from a request's arrival in the engine to its first token.", latency_buckets_seconds())),
-      itl_(metrics_.histogram("switchyard_worker_inter_token_latency_seconds", "Time between two tokens of a request.",
-                              latency_buckets_seconds())),
+                               "Time from a request's arrival in the engine to its first token.",
+                               latency_buckets_seconds())),
+      itl_(metrics_.histogram("switchyard_worker_inter_token_latency_seconds",
+                              "Time between two tokens of a request.", latency_buckets_seconds())),
       shared_(std::make_shared<Shared>(engine, std::move(chat_template), options_, limits_)),
       started_at_(unix_now()) {
   register_metrics();
   engine_.set_latency_observer(this);
 }
 
-WorkerServer::~WorkerServer() { engine_.set_latency_observer(nullptr); }
+WorkerServer::~WorkerServer() {
+  engine_.set_latency_observer(nullptr);
+}
 
 void WorkerServer::register_metrics() {
   const EngineStats& st = engine_.stats();
@@ -82,44 +90,61 @@ void WorkerServer::register_metrics() {
   auto counter = [&](const char* name, const char* help, const std::atomic<int64_t>& v) {
     metrics_.counter_fn(name, help, [&v] { return static_cast<double>(v.load()); });
   };
-  gauge("switchyard_worker_requests_running", "Requests scheduled in the running batch.", st.requests_running);
-  gauge("switchyard_worker_requests_waiting", "Requests waiting for admission (or preempted).", st.requests_waiting);
-  gauge("switchyard_worker_kv_blocks_used", "KV cache blocks in use by requests.", st.kv_blocks_used);
+  gauge("switchyard_worker_requests_running", "Requests scheduled in the running batch.",
+        st.requests_running);
+  gauge("switchyard_worker_requests_waiting", "Requests waiting for admission (or preempted).",
+        st.requests_waiting);
+  gauge("switchyard_worker_kv_blocks_used", "KV cache blocks in use by requests.",
+        st.kv_blocks_used);
   gauge("switchyard_worker_kv_blocks_total", "KV cache blocks in all.", st.kv_blocks_total);
-  counter("switchyard_worker_prefix_cache_hit_tokens_total", "Prompt tokens served from the prefix cache.",
-          st.prefix_cache_hit_tokens_total);
-  counter("switchyard_worker_prompt_tokens_total", "Prompt tokens of accepted requests.", st.prompt_tokens_total);
-  counter("switchyard_worker_generation_tokens_total", "Tokens generated.", st.generation_tokens_total);
-  counter("switchyard_worker_requests_finished_total", "Requests that finished (stop, length or error).",
-          st.requests_finished_total);
-  counter("switchyard_worker_requests_aborted_total", "Requests cancelled (client gone or shutdown).", st.requests_aborted_total);
-  counter("switchyard_worker_preemptions_total", "Requests preempted for KV space (recomputed later).", st.preemptions_total);
+  counter("switchyard_worker_prefix_cache_hit_tokens_total",
+          "Prompt tokens served from the prefix cache.", st.prefix_cache_hit_tokens_total);
+  counter("switchyard_worker_prompt_tokens_total", "Prompt tokens of accepted requests.",
+          st.prompt_tokens_total);
+  counter("switchyard_worker_generation_tokens_total", "Tokens generated.",
+          st.generation_tokens_total);
+  counter("switchyard_worker_requests_finished_total",
+          "Requests that finished (stop, length or error).", st.requests_finished_total);
+  counter("switchyard_worker_requests_aborted_total",
+          "Requests cancelled (client gone or shutdown).", st.requests_aborted_total);
+  counter("switchyard_worker_preemptions_total",
+          "Requests preempted for KV space (recomputed later).", st.preemptions_total);
   counter("switchyard_worker_engine_steps_total", "Engine steps run.", st.steps_total);
   metrics_.gauge_fn("switchyard_worker_ready", "1 once the engine has run its warm-up step.",
                     [this] { return engine_.ready() && !shared_->stopping.load() ? 1.0 : 0.0; });
-  const char* routes[] = {"/v1/completions", "/v1/chat/completions", "/internal/generate", "/internal/kv-events"};
+  const char* routes[] = {"/v1/completions", "/v1/chat/completions", "/internal/generate",
+                          "/internal/kv-events"};
   for (int i = 0; i < 4; ++i)
-    shared_->requests_total[i] = &metrics_.counter("switchyard_worker_http_requests_total", "HTTP requests received by route.",
-                                                   {{"route", routes[i]}});
-  shared_->e2e = &metrics_.histogram("switchyard_worker_e2e_request_latency_seconds",
-                                     "Time from a generation request's arrival to its last byte queued.",
-                                     latency_buckets_seconds());
+    shared_->requests_total[i] =
+        &metrics_.counter("switchyard_worker_http_requests_total",
+                          "HTTP requests received by route.", {{"route", routes[i]}});
+  shared_->e2e =
+      &metrics_.histogram("switchyard_worker_e2e_request_latency_seconds",
+                          "Time from a generation request's arrival to its last byte queued.",
+                          latency_buckets_seconds());
 }
 
 http::Router WorkerServer::router() {
   http::Router r;
   auto s = shared_;
-  r.add(http::Verb::post, "/v1/completions",
-        [s](std::shared_ptr<http::Exchange> ex) { handle_openai(s, ApiKind::kCompletion, std::move(ex)); });
-  r.add(http::Verb::post, "/v1/chat/completions",
-        [s](std::shared_ptr<http::Exchange> ex) { handle_openai(s, ApiKind::kChatCompletion, std::move(ex)); });
+  r.add(http::Verb::post, "/v1/completions", [s](std::shared_ptr<http::Exchange> ex) {
+    handle_openai(s, ApiKind::kCompletion, std::move(ex));
+  });
+  r.add(http::Verb::post, "/v1/chat/completions", [s](std::shared_ptr<http::Exchange> ex) {
+    handle_openai(s, ApiKind::kChatCompletion, std::move(ex));
+  });
   r.add(http::Verb::post, "/internal/generate",
         [s](std::shared_ptr<http::Exchange> ex) { handle_internal_generate(s, std::move(ex)); });
-  r.add(http::Verb::get, "/internal/kv-events", [s](std::shared_ptr<http::Exchange> ex) { handle_kv_events(s, std::move(ex)); });
-  r.add(http::Verb::get, "/v1/models", [this](std::shared_ptr<http::Exchange> ex) { handle_models(std::move(ex)); });
-  r.add(http::Verb::get, "/health", [this](std::shared_ptr<http::Exchange> ex) { handle_health(std::move(ex)); });
-  r.add(http::Verb::get, "/ready", [this](std::shared_ptr<http::Exchange> ex) { handle_ready(std::move(ex)); });
-  r.add(http::Verb::get, "/metrics", [this](std::shared_ptr<http::Exchange> ex) { handle_metrics(std::move(ex)); });
+  r.add(http::Verb::get, "/internal/kv-events",
+        [s](std::shared_ptr<http::Exchange> ex) { handle_kv_events(s, std::move(ex)); });
+  r.add(http::Verb::get, "/v1/models",
+        [this](std::shared_ptr<http::Exchange> ex) { handle_models(std::move(ex)); });
+  r.add(http::Verb::get, "/health",
+        [this](std::shared_ptr<http::Exchange> ex) { handle_health(std::move(ex)); });
+  r.add(http::Verb::get, "/ready",
+        [this](std::shared_ptr<http::Exchange> ex) { handle_ready(std::move(ex)); });
+  r.add(http::Verb::get, "/metrics",
+        [this](std::shared_ptr<http::Exchange> ex) { handle_metrics(std::move(ex)); });
   return r;
 }
 
@@ -134,7 +159,9 @@ void WorkerServer::shutdown() {
     if (auto k = w.lock()) k->close();
 }
 
-void WorkerServer::handle_health(std::shared_ptr<http::Exchange> ex) { ex->respond_json(http::Status::ok, R"({"status":"ok"})"); }
+void WorkerServer::handle_health(std::shared_ptr<http::Exchange> ex) {
+  ex->respond_json(http::Status::ok, R"({"status":"ok"})");
+}
 
 void WorkerServer::handle_ready(std::shared_ptr<http::Exchange> ex) {
   const bool ready = engine_.ready() && !shared_->stopping.load();

@@ -30,16 +30,17 @@
 namespace sy {
 
 struct WorkerServerOptions {
-  std::string boot_id;                    // from --boot-id; /ready reports it
-  std::vector<std::string> model_names;   // accepted `model` values; the first is reported
-  uint64_t model_fingerprint = 0;         // reported by /ready
+  std::string boot_id;                   // from --boot-id; /ready reports it
+  std::vector<std::string> model_names;  // accepted `model` values; the first is reported
+  uint64_t model_fingerprint = 0;        // reported by /ready
 };
 
 class WorkerServer : public LatencyObserver {
  public:
   // `engine` must outlive the server and be started by the caller; `chat_template` may
   // be null (a model without one: chat requests get a 400).
-  WorkerServer(Engine& engine, std::shared_ptr<const ChatTemplate> chat_template, WorkerServerOptions options);
+  WorkerServer(Engine& engine, std::shared_ptr<const ChatTemplate> chat_template,
+               WorkerServerOptions options);
   ~WorkerServer() override;
 
   // The routes, for an http::HttpServer.

@@ -489,6 +489,63 @@ TEST_F(WorkerServerTest, KvEventsShowStoredHashesAndTheCacheIsUsed) {
   EXPECT_GE(metric(port(), "switchyard_worker_prefix_cache_hit_tokens_total"), 48);
 }
 
+TEST_F(WorkerServerTest, LogprobsAndSamplingFieldsReachTheEngine) {
+  const json golden = load_golden("qwen3-tiny");
+  const std::vector<int32_t> ids = golden["prompts"][0]["ids"];
+  const std::vector<int32_t> greedy = golden["prompts"][0]["greedy_32"];
+  // Completions logprobs: one entry per token; greedy picks the best alternative.
+  json c = post_json(port(), "/v1/completions",
+                     {{"prompt", ids}, {"max_tokens", 6}, {"temperature", 0}, {"ignore_eos", true}, {"logprobs", 2}})
+               .json();
+  const json& lp = c["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 6u) << c.dump();
+  std::string joined;
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(lp["text_offset"][i], joined.size());
+    joined += lp["tokens"][i].get<std::string>();
+    EXPECT_LE(lp["top_logprobs"][i].size(), 2u);
+    double best = -1e9;
+    for (const auto& [tok, v] : lp["top_logprobs"][i].items()) best = std::max(best, v.get<double>());
+    EXPECT_EQ(best, lp["token_logprobs"][i].get<double>());
+  }
+  EXPECT_EQ(joined, c["choices"][0]["text"]);  // single-byte-complete tokens here
+  // Chat logprobs: content entries with bytes; the first alternative is the chosen token.
+  c = post_json(port(), "/v1/chat/completions",
+                {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 5}, {"temperature", 0},
+                 {"ignore_eos", true}, {"logprobs", true}, {"top_logprobs", 3}})
+          .json();
+  const json& content = c["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 5u) << c.dump();
+  for (const auto& e : content) {
+    EXPECT_TRUE(e["bytes"].is_array());
+    ASSERT_EQ(e["top_logprobs"].size(), 3u);
+    EXPECT_EQ(e["top_logprobs"][0]["logprob"], e["logprob"]);
+    EXPECT_EQ(e["top_logprobs"][0]["bytes"], e["bytes"]);
+  }
+  // A stop token ends the output with "stop"; the stop token is counted, not shown.
+  const json base = {{"prompt", ids}, {"max_tokens", 10}, {"temperature", 0}, {"ignore_eos", true}};
+  json stopped = base;
+  const size_t first = std::find(greedy.begin(), greedy.end(), greedy[4]) - greedy.begin();
+  stopped["stop_token_ids"] = {greedy[4]};
+  c = post_json(port(), "/v1/completions", stopped).json();
+  EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(c["usage"]["completion_tokens"], first + 1);
+  // A stop string ends the text before it.
+  const std::string full = post_json(port(), "/v1/completions", base).json()["choices"][0]["text"];
+  const std::string stop = full.substr(6, 3);
+  json with_stop = base;
+  with_stop["stop"] = stop;
+  c = post_json(port(), "/v1/completions", with_stop).json();
+  EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(c["choices"][0]["text"], full.substr(0, full.find(stop)));
+  // The same seed draws the same tokens; the priority header is accepted.
+  json seeded = {{"prompt", ids}, {"max_tokens", 12}, {"temperature", 1.5}, {"seed", 7}, {"ignore_eos", true}};
+  const std::string a = post_json(port(), "/v1/completions", seeded).json()["choices"][0]["text"];
+  const HttpResult b = http_request(port(), "POST", "/v1/completions", seeded.dump(), "X-Priority: batch\r\n");
+  ASSERT_EQ(b.status, 200) << b.body;
+  EXPECT_EQ(b.json()["choices"][0]["text"], a);
+}
+
 TEST(WorkerServerShutdown, SigtermEndsStreamsInFlightWithAnErrorAndExitsCleanly) {
   WorkerProcess w(serve_args("shutdown-boot"));
   ASSERT_NE(w.port(), 0);

@@ -90,7 +90,9 @@ void UpstreamCall::read_body() {
   parser_.get().body().data = chunk_;
   parser_.get().body().size = sizeof chunk_;
   stream_.expires_after(req_.idle_timeout);
-  http::async_read(stream_, buffer_, parser_, [self = shared_from_this()](beast::error_code ec, size_t) { self->on_body(ec); });
+  // read_some, not read: a stream must hand over each piece as it arrives, not when the
+  // buffer fills.
+  http::async_read_some(stream_, buffer_, parser_, [self = shared_from_this()](beast::error_code ec, size_t) { self->on_body(ec); });
 }
 
 void UpstreamCall::on_body(beast::error_code ec) {

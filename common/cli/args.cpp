@@ -1,4 +1,4 @@
-#include "worker/cli/args.h"
+#include "common/cli/args.h"
 
 #include <charconv>
 #include <limits>

@@ -1,5 +1,5 @@
-// Command-line flags of the form `--name value` and `--flag`, for the worker's
-// subcommands. Unknown flags and missing values are errors, reported by name.
+// Command-line flags of the form `--name value` and `--flag`, for Switchyard's programs and
+// their subcommands. Unknown flags and missing values are errors, reported by name.
 #pragma once
 
 #include <map>

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,6 +84,9 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   // The connection's strand: timers and completions of this request's work may run there.
   boost::asio::any_io_executor executor() const;
 
+  // Adds a header to the response, whichever kind it will be; call before responding.
+  void add_header(std::string name, std::string value);
+
   // A complete response. Only the first respond() or start_stream() counts.
   void respond(Response response);
   void respond(Status status, std::string content_type, std::string body);
@@ -110,6 +114,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   const uint64_t seq_;  // which request of the connection this is
   Request request_;
   std::atomic<bool> answered_{false};
+  std::mutex headers_mu_;
+  std::vector<std::pair<std::string, std::string>> headers_;  // added by add_header()
   std::atomic<bool> finished_{false};
   std::atomic<bool> cancelled_{false};
 };

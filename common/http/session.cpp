@@ -275,14 +275,14 @@ void Session::on_write_response(beast::error_code ec, size_t) {
 
 // ---- streamed responses ----
 
-void Session::post_start_stream(uint64_t seq, Status status, std::string content_type) {
+void Session::post_start_stream(uint64_t seq, Status status, std::string content_type, Headers headers) {
   net::post(stream_.get_executor(),
-            [self = shared_from_this(), seq, status, ct = std::move(content_type)]() mutable {
-              self->do_start_stream(seq, status, std::move(ct));
+            [self = shared_from_this(), seq, status, ct = std::move(content_type), hs = std::move(headers)]() mutable {
+              self->do_start_stream(seq, status, std::move(ct), std::move(hs));
             });
 }
 
-void Session::do_start_stream(uint64_t seq, Status status, std::string content_type) {
+void Session::do_start_stream(uint64_t seq, Status status, std::string content_type, Headers headers) {
   if (seq != seq_ || !in_request_ || out_ != Out::kNone) return;
   out_ = Out::kStream;
   if (client_gone_ || closed_) return;
@@ -291,6 +291,7 @@ void Session::do_start_stream(uint64_t seq, Status status, std::string content_t
   auto& h = *stream_header_;
   h.set(bhttp::field::server, state_->options.server_name);
   h.set(bhttp::field::content_type, content_type);
+  for (const auto& [k, v] : headers) h.set(k, v);
   if (is_event_stream(content_type)) {
     h.set(bhttp::field::cache_control, "no-cache");
     h.set("X-Accel-Buffering", "no");  // proxies must not hold events back
@@ -498,8 +499,17 @@ net::any_io_executor Exchange::executor() const {
   return session_->executor();
 }
 
+void Exchange::add_header(std::string name, std::string value) {
+  std::lock_guard<std::mutex> lock(headers_mu_);
+  headers_.emplace_back(std::move(name), std::move(value));
+}
+
 void Exchange::respond(Response response) {
   if (answered_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(headers_mu_);
+    for (const auto& [k, v] : headers_) response.set(k, v);
+  }
   session_->post_respond(seq_, std::make_shared<Response>(std::move(response)));
 }
 
@@ -520,7 +530,12 @@ void Exchange::respond_error(const ApiError& error) {
 
 void Exchange::start_stream(Status status, std::string content_type) {
   if (answered_.exchange(true)) return;
-  session_->post_start_stream(seq_, status, std::move(content_type));
+  std::vector<std::pair<std::string, std::string>> headers;
+  {
+    std::lock_guard<std::mutex> lock(headers_mu_);
+    headers = headers_;
+  }
+  session_->post_start_stream(seq_, status, std::move(content_type), std::move(headers));
 }
 
 bool Exchange::write(std::string data) {

@@ -33,6 +33,9 @@ struct ServerState {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+
+ public:
   Session(boost::asio::ip::tcp::socket socket, std::shared_ptr<ServerState> state);
   ~Session();
 
@@ -45,7 +48,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // From Exchange, any thread.
   void post_respond(uint64_t seq, std::shared_ptr<Response> response);
-  void post_start_stream(uint64_t seq, Status status, std::string content_type);
+  void post_start_stream(uint64_t seq, Status status, std::string content_type, Headers headers);
   bool post_write(uint64_t seq, std::string data);
   void post_finish(uint64_t seq);
   void post_on_cancel(uint64_t seq, std::function<void()> on_cancel);
@@ -66,7 +69,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void do_respond(uint64_t seq, std::shared_ptr<Response> response);
   void on_write_response(boost::beast::error_code ec, size_t n);
-  void do_start_stream(uint64_t seq, Status status, std::string content_type);
+  void do_start_stream(uint64_t seq, Status status, std::string content_type, Headers headers);
   void on_write_stream_header(boost::beast::error_code ec, size_t n);
   void do_write(uint64_t seq, std::string data);
   void do_write_pending();

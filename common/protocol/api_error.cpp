@@ -18,6 +18,10 @@ ApiError ApiError::too_large(std::string message) {
   return ApiError{413, "invalid_request_error", std::move(message), {}, "request_too_large"};
 }
 
+ApiError ApiError::too_many_requests(std::string message, std::string code) {
+  return ApiError{429, "rate_limit_error", std::move(message), "", std::move(code)};
+}
+
 ApiError ApiError::internal(std::string message) {
   return ApiError{500, "server_error", std::move(message), {}, "internal_error"};
 }

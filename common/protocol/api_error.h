@@ -20,6 +20,8 @@ struct ApiError {
   static ApiError model_not_found(const std::string& model);
   // 413 request_too_large.
   static ApiError too_large(std::string message);
+  // 429 rate_limit_error: a queue or a rate limit is full; the client may retry.
+  static ApiError too_many_requests(std::string message, std::string code = "rate_limited");
   // 500 server_error: a fault of ours, not of the request.
   static ApiError internal(std::string message);
   // 503 server_error: not ready, shutting down, overloaded.

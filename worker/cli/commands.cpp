@@ -9,7 +9,7 @@
 #include "common/model_source.h"
 #include "common/tokenizer/tokenizer.h"
 #include "worker/backend/backend.h"
-#include "worker/cli/args.h"
+#include "common/cli/args.h"
 #include "worker/engine/generator.h"
 #include "worker/model/make_model.h"
 

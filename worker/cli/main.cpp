@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "worker/cli/args.h"
+#include "common/cli/args.h"
 #include "worker/cli/commands.h"
 
 namespace {

@@ -22,7 +22,7 @@
 #include "common/tokenizer/tokenizer.h"
 #include "policy/block_hash.h"
 #include "worker/backend/backend.h"
-#include "worker/cli/args.h"
+#include "common/cli/args.h"
 #include "worker/cli/commands.h"
 #include "worker/engine/engine.h"
 #include "worker/model/model_config.h"

@@ -1,0 +1,106 @@
+// The gateway's core: admission queues, the router and the fleet's routing state, on
+// one strand. Requests enter already parsed and tokenized; the core queues them by
+// priority and releases each when a replica has room (in flight below its capacity),
+// choosing the replica with the configured policy. A request's own work (the upstream
+// call and relaying its tokens) runs on its client connection's strand.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/strand.hpp>
+#include <functional>
+#include <memory>
+#include <deque>
+#include <unordered_map>
+
+#include "common/config/fleet_config.h"
+#include "common/metrics.h"
+#include "common/protocol/openai.h"
+#include "gateway/fleet.h"
+#include "policy/admission_queue.h"
+#include "policy/clock.h"
+#include "policy/router.h"
+
+namespace sy::gateway {
+
+class ProxyRequest;
+
+// The latest latency samples, for the dashboard's percentiles.
+class LatencyWindow {
+ public:
+  explicit LatencyWindow(size_t capacity = 2048) : capacity_(capacity) {}
+  void add(double v) {
+    if (samples_.size() == capacity_) samples_.pop_front();
+    samples_.push_back(v);
+  }
+  double percentile(double p) const;  // 0 when empty
+  size_t size() const { return samples_.size(); }
+
+ private:
+  size_t capacity_;
+  std::deque<double> samples_;
+};
+
+struct GatewayCounters {
+  int64_t requests_total = 0;
+  int64_t rejected_queue_full = 0;
+  int64_t rejected_no_replica = 0;
+  int64_t completed = 0;
+  int64_t failed = 0;
+  int64_t cancelled = 0;
+  int64_t output_tokens = 0;
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;
+};
+
+class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
+ public:
+  GatewayCore(boost::asio::any_io_executor core, const FleetConfig& config);
+
+  boost::asio::any_io_executor executor() const { return core_; }
+  Fleet& fleet() { return *fleet_; }
+  const Fleet& fleet() const { return *fleet_; }
+  policy::AdmissionQueue& queue() { return queue_; }
+  const policy::AdmissionQueue& queue() const { return queue_; }
+  const GatewayCounters& counters() const { return counters_; }
+  const char* router_name() const { return router_->name(); }
+
+  // On the core strand. Queues the request or answers it at once (429 full, 503 when
+  // no replica exists to wait for).
+  void submit(std::shared_ptr<ProxyRequest> r);
+  // The client left while queued; false when the request is no longer queued.
+  bool withdraw(uint64_t id);
+  // A dispatched request is over (any outcome); frees its replica slot.
+  void request_done(ProxyRequest& r, bool ok, bool cancelled);
+  // Answers every queued request with `error` (shutdown).
+  void reject_queued(const ApiError& error);
+  // Stops releasing queued requests (mode switch drain) or resumes.
+  void set_paused(bool paused);
+  bool paused() const { return paused_; }
+  int64_t in_flight() const;
+  // Observations from the relays (client-side view: gateway arrival to first token).
+  void observe_ttft(double s) { ttft_.add(s); }
+  void observe_itl(double s) { itl_.add(s); }
+  void count_usage(const Usage& u) {
+    counters_.output_tokens += u.completion_tokens;
+    counters_.prompt_tokens += u.prompt_tokens;
+    counters_.cached_tokens += u.cached_tokens;
+  }
+  const LatencyWindow& ttft() const { return ttft_; }
+  const LatencyWindow& itl() const { return itl_; }
+  // Releases queued requests while replicas have room.
+  void dispatch();
+
+ private:
+  boost::asio::any_io_executor core_;
+  policy::SteadyClock clock_;
+  policy::SplitMixRandom random_;
+  std::unique_ptr<policy::Router> router_;
+  policy::AdmissionQueue queue_;
+  std::shared_ptr<Fleet> fleet_;
+  std::unordered_map<uint64_t, std::shared_ptr<ProxyRequest>> queued_;
+  GatewayCounters counters_;
+  bool paused_ = false;
+  LatencyWindow ttft_, itl_;
+};
+
+}  // namespace sy::gateway

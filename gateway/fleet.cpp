@@ -1,0 +1,175 @@
+#include "gateway/fleet.h"
+
+#include "common/protocol/internal_api.h"
+
+namespace sy::gateway {
+
+namespace {
+constexpr double kCostSmoothing = 0.2;  // EWMA weight of a new prefill-cost sample
+constexpr auto kEventsRetry = std::chrono::milliseconds(500);
+}  // namespace
+
+Fleet::Fleet(boost::asio::any_io_executor core, size_t approx_capacity) : core_(std::move(core)), approx_(approx_capacity) {}
+
+void Fleet::reset(size_t replicas) {
+  for (auto& s : streams_)
+    if (s && s->call) s->call->cancel();
+  infos_.assign(replicas, {});
+  loads_.assign(replicas, {});
+  streams_.clear();
+  for (size_t i = 0; i < replicas; ++i) {
+    streams_.push_back(std::make_unique<Stream>());
+    streams_.back()->retry = std::make_unique<boost::asio::steady_timer>(core_);
+    exact_.forget(static_cast<int>(i));
+    approx_.forget(static_cast<int>(i));
+  }
+}
+
+void Fleet::on_replica_change(const ReplicaInfo& r) {
+  const auto i = static_cast<size_t>(r.index);
+  if (i >= infos_.size()) return;
+  const bool was_ready = infos_[i].phase == ReplicaPhase::kReady;
+  const bool restarted = infos_[i].boot_id != r.boot_id;
+  infos_[i] = r;
+  if (r.phase == ReplicaPhase::kReady && (!was_ready || restarted)) {
+    exact_.forget(r.index);
+    approx_.forget(r.index);
+    connect_events(i);
+  } else if (r.phase != ReplicaPhase::kReady && r.phase != ReplicaPhase::kDraining) {
+    Stream& s = *streams_[i];
+    ++s.generation;
+    if (s.call) s.call->cancel();
+    s.call.reset();
+    loads_[i].events_connected = false;
+    exact_.forget(r.index);
+    approx_.forget(r.index);
+  }
+}
+
+void Fleet::connect_events(size_t i) {
+  Stream& s = *streams_[i];
+  const uint64_t gen = ++s.generation;
+  if (s.call) s.call->cancel();
+  s.parser = http::SseParser();
+  const ReplicaInfo& r = infos_[i];
+  UpstreamRequest req;
+  req.host = r.host;
+  req.port = r.port;
+  req.target = "/internal/kv-events";
+  req.idle_timeout = std::chrono::hours(24 * 365);  // events come when caches change
+  UpstreamHandlers h;
+  auto self = shared_from_this();
+  h.on_data = [self, i, gen](std::string_view d) { self->on_events_data(i, gen, d); };
+  h.on_done = [self, i, gen](boost::beast::error_code, std::string) { self->on_events_done(i, gen); };
+  s.call = UpstreamCall::start(core_, req, std::move(h));
+}
+
+void Fleet::on_events_data(size_t i, uint64_t generation, std::string_view data) {
+  Stream& s = *streams_[i];
+  if (generation != s.generation) return;
+  std::vector<http::SseEvent> events;
+  if (!s.parser.feed(data, events)) {
+    if (s.call) s.call->cancel();
+    return;
+  }
+  for (const auto& e : events) {
+    KvEventWire w;
+    if (parse_kv_event(e.data, w)) continue;  // an error: skip the event
+    const int replica = static_cast<int>(i);
+    if (!loads_[i].events_connected) {  // the first event is the snapshot
+      exact_.reset(replica, w.hashes);
+      loads_[i].events_connected = true;
+    } else if (w.stored) {
+      exact_.stored(replica, w.hashes);
+    } else {
+      exact_.removed(replica, w.hashes);
+    }
+    loads_[i].events_seq = w.seq;
+  }
+}
+
+void Fleet::on_events_done(size_t i, uint64_t generation) {
+  Stream& s = *streams_[i];
+  if (generation != s.generation) return;
+  loads_[i].events_connected = false;  // the approximate index takes over
+  s.call.reset();
+  if (infos_[i].phase != ReplicaPhase::kReady) return;
+  s.retry->expires_after(kEventsRetry);
+  s.retry->async_wait([self = shared_from_this(), i, generation](boost::system::error_code ec) {
+    if (ec || i >= self->streams_.size() || self->streams_[i]->generation != generation) return;
+    if (self->infos_[i].phase == ReplicaPhase::kReady) self->connect_events(i);
+  });
+}
+
+int32_t Fleet::matched_blocks(size_t i, std::span<const uint64_t> prefix_hashes) const {
+  const int replica = static_cast<int>(i);
+  return loads_[i].events_connected ? exact_.matched_blocks(replica, prefix_hashes) : approx_.matched_blocks(replica, prefix_hashes);
+}
+
+std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix_hashes, bool with_room) const {
+  std::vector<policy::ReplicaState> out(infos_.size());
+  for (size_t i = 0; i < infos_.size(); ++i) {
+    const ReplicaInfo& r = infos_[i];
+    const ReplicaLoad& l = loads_[i];
+    policy::ReplicaState& s = out[i];
+    s.id_hash = std::hash<std::string>{}(r.id);
+    s.available = r.phase == ReplicaPhase::kReady && (!with_room || l.in_flight < r.max_num_seqs);
+    s.in_flight = l.in_flight;
+    s.capacity = r.max_num_seqs;
+    s.pending_prefill_tokens = l.pending_prefill_tokens;
+    s.prefill_s_per_token = l.prefill_s_per_token;
+    s.matched_blocks = s.available ? matched_blocks(i, prefix_hashes) : 0;
+  }
+  return out;
+}
+
+bool Fleet::any_with_room() const {
+  for (size_t i = 0; i < infos_.size(); ++i)
+    if (infos_[i].phase == ReplicaPhase::kReady && loads_[i].in_flight < infos_[i].max_num_seqs) return true;
+  return false;
+}
+
+bool Fleet::any_alive() const {
+  for (const auto& r : infos_)
+    if (r.phase == ReplicaPhase::kReady || r.phase == ReplicaPhase::kStarting || r.phase == ReplicaPhase::kRestarting ||
+        r.phase == ReplicaPhase::kStopped)
+      return true;
+  return false;
+}
+
+void Fleet::dispatched(size_t i, std::span<const uint64_t> prefix_hashes, int64_t uncached_tokens) {
+  ReplicaLoad& l = loads_[i];
+  ++l.in_flight;
+  ++l.requests_total;
+  l.pending_prefill_tokens += uncached_tokens;
+  approx_.record(static_cast<int>(i), prefix_hashes);
+}
+
+void Fleet::first_token(size_t i, int64_t uncached_tokens, double ttft_s) {
+  ReplicaLoad& l = loads_[i];
+  l.pending_prefill_tokens = std::max<int64_t>(0, l.pending_prefill_tokens - uncached_tokens);
+  if (uncached_tokens >= 16) {  // short prompts measure overheads more than prefill
+    const double sample = ttft_s / static_cast<double>(uncached_tokens);
+    l.prefill_s_per_token = (1 - kCostSmoothing) * l.prefill_s_per_token + kCostSmoothing * sample;
+  }
+}
+
+void Fleet::finished(size_t i, bool got_first_token, int64_t uncached_tokens, int32_t prompt_tokens, int32_t cached_tokens) {
+  if (i >= loads_.size()) return;
+  ReplicaLoad& l = loads_[i];
+  l.in_flight = std::max(0, l.in_flight - 1);
+  if (!got_first_token) l.pending_prefill_tokens = std::max<int64_t>(0, l.pending_prefill_tokens - uncached_tokens);
+  l.prompt_tokens_total += prompt_tokens;
+  l.cached_tokens_total += cached_tokens;
+}
+
+void Fleet::set_worker_stats(size_t i, const std::string& boot_id, int64_t kv_used, int64_t kv_total, int64_t running, int64_t waiting) {
+  if (i >= infos_.size() || infos_[i].boot_id != boot_id) return;  // a stale answer
+  ReplicaLoad& l = loads_[i];
+  l.kv_blocks_used = kv_used;
+  l.kv_blocks_total = kv_total;
+  l.worker_running = running;
+  l.worker_waiting = waiting;
+}
+
+}  // namespace sy::gateway

@@ -1,0 +1,84 @@
+// The gateway's view of its replicas for routing: which are ready, how loaded, how
+// fast they prefill, and what each holds in its prefix cache (kept exact by following
+// each worker's /internal/kv-events stream, approximate from the gateway's own
+// decisions while that stream is down). Lives on the gateway's core strand.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/http/sse_parser.h"
+#include "gateway/supervisor.h"
+#include "gateway/upstream_call.h"
+#include "policy/prefix_index.h"
+#include "policy/router.h"
+
+namespace sy::gateway {
+
+struct ReplicaLoad {
+  int32_t in_flight = 0;
+  int64_t pending_prefill_tokens = 0;
+  double prefill_s_per_token = 1e-3;  // EWMA of measured TTFT per uncached token
+  bool events_connected = false;
+  uint64_t events_seq = 0;
+  int64_t requests_total = 0;
+  int64_t prompt_tokens_total = 0;
+  int64_t cached_tokens_total = 0;
+  // From the worker's /metrics, polled.
+  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_total = 0;
+  int64_t worker_running = 0;
+  int64_t worker_waiting = 0;
+};
+
+class Fleet : public std::enable_shared_from_this<Fleet> {
+ public:
+  Fleet(boost::asio::any_io_executor core, size_t approx_capacity);
+
+  // Follows the supervisor: a replica that turns ready gets its event stream; one that
+  // leaves ready loses it and everything the indices knew about it.
+  void on_replica_change(const ReplicaInfo& r);
+  void reset(size_t replicas);  // a new fleet shape
+
+  // Router input for a prompt with these block hashes; `with_room` limits availability
+  // to replicas whose in-flight count is below their capacity.
+  std::vector<policy::ReplicaState> states(std::span<const uint64_t> prefix_hashes, bool with_room) const;
+  bool any_with_room() const;
+  bool any_alive() const;  // ready, starting or restarting: worth queueing for
+
+  // Bookkeeping around one request on replica i.
+  void dispatched(size_t i, std::span<const uint64_t> prefix_hashes, int64_t uncached_tokens);
+  void first_token(size_t i, int64_t uncached_tokens, double ttft_s);
+  void finished(size_t i, bool got_first_token, int64_t uncached_tokens, int32_t prompt_tokens, int32_t cached_tokens);
+
+  void set_worker_stats(size_t i, const std::string& boot_id, int64_t kv_used, int64_t kv_total, int64_t running, int64_t waiting);
+
+  const ReplicaInfo& info(size_t i) const { return infos_[i]; }
+  const ReplicaLoad& load(size_t i) const { return loads_[i]; }
+  size_t size() const { return infos_.size(); }
+  int32_t matched_blocks(size_t i, std::span<const uint64_t> prefix_hashes) const;
+
+ private:
+  void connect_events(size_t i);
+  void on_events_data(size_t i, uint64_t generation, std::string_view data);
+  void on_events_done(size_t i, uint64_t generation);
+
+  boost::asio::any_io_executor core_;
+  std::vector<ReplicaInfo> infos_;
+  std::vector<ReplicaLoad> loads_;
+  struct Stream {
+    std::shared_ptr<UpstreamCall> call;
+    http::SseParser parser;
+    uint64_t generation = 0;  // bumps on every (re)connect; stale callbacks are ignored
+    std::unique_ptr<boost::asio::steady_timer> retry;
+  };
+  std::vector<std::unique_ptr<Stream>> streams_;
+  policy::ExactPrefixIndex exact_;
+  policy::ApproxPrefixIndex approx_;
+};
+
+}  // namespace sy::gateway

@@ -1,0 +1,421 @@
+#include "gateway/gateway.h"
+
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "common/model_identity.h"
+#include "common/model_source.h"
+#include "common/protocol/prompt.h"
+#include "gateway/dashboard.h"
+#include "gateway/model_limits.h"
+#include "policy/block_hash.h"
+
+namespace sy::gateway {
+namespace {
+
+double epoch_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+int64_t unix_seconds() { return static_cast<int64_t>(epoch_now()); }
+
+void log_line(const std::string& m) { std::fprintf(stderr, "gateway: %s\n", m.c_str()); }
+
+std::string bearer_token(const http::Exchange& ex) {
+  auto it = ex.request().find(boost::beast::http::field::authorization);
+  if (it == ex.request().end()) return {};
+  const std::string_view v(it->value().data(), it->value().size());
+  if (v.substr(0, 7) != "Bearer ") return {};
+  return std::string(v.substr(7));
+}
+
+http::ServerOptions server_options(const FleetConfig& c, const std::string& listen) {
+  http::ServerOptions o;
+  const auto [host, port] = split_host_port(listen);
+  o.host = host;
+  o.port = port;
+  o.header_limit = c.limits.max_header_bytes;
+  o.body_limit = c.limits.max_body_bytes;
+  o.max_connections = static_cast<size_t>(c.limits.max_connections);
+  o.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(c.limits.header_timeout_s * 1000));
+  o.idle_timeout = std::chrono::milliseconds(static_cast<int64_t>(c.limits.idle_timeout_s * 1000));
+  o.server_name = "switchyard-gateway";
+  o.log = [](const std::string& m) { log_line("http: " + m); };
+  return o;
+}
+
+}  // namespace
+
+Gateway::Gateway(FleetConfig config)
+    : config_(std::move(config)),
+      core_strand_(boost::asio::make_strand(ioc_)),
+      drain_timer_(core_strand_),
+      metrics_timer_(core_strand_),
+      signals_(ioc_, SIGTERM, SIGINT) {
+  load_model();
+  core_ = std::make_shared<GatewayCore>(core_strand_, config_);
+  SupervisorOptions so;
+  so.fleet = config_;
+  so.gateway_id = "gw" + std::to_string(::getpid());
+  so.log = log_line;
+  supervisor_ = std::make_shared<Supervisor>(core_strand_, so);
+  supervisor_->on_change = [this](const ReplicaInfo& r) { on_replica_change(r); };
+  ctx_ = std::make_shared<ProxyContext>();
+  ctx_->core = core_;
+  ctx_->tokenizer = tokenizer_;
+  ctx_->fingerprint = fingerprint_;
+  ctx_->block_size = config_.worker.block_size;
+}
+
+Gateway::~Gateway() = default;
+
+void Gateway::load_model() {
+  auto src = ModelSource::open(config_.model);
+  tokenizer_ = Tokenizer::from_model(*src);
+  try {
+    chat_template_ = std::make_unique<ChatTemplate>(ChatTemplate::from_model(*src, tokenizer_->bos_token(), tokenizer_->eos_token()));
+  } catch (const std::exception& e) {
+    log_line(std::string("no usable chat template (") + e.what() + "); /v1/chat/completions will refuse requests");
+  }
+  limits_ = read_model_limits(*src);
+  // The workers compute the same fingerprint from the same file, so block hashes agree.
+  fingerprint_ = policy::model_fingerprint(model_identity_description(config_.model));
+}
+
+bool Gateway::authorized_user(const http::Exchange& ex, std::string& key) const {
+  key = bearer_token(ex);
+  if (config_.api_keys.empty()) return true;
+  return std::find(config_.api_keys.begin(), config_.api_keys.end(), key) != config_.api_keys.end();
+}
+
+bool Gateway::authorized_admin(const http::Exchange& ex) const {
+  return config_.admin_key.empty() || bearer_token(ex) == config_.admin_key;
+}
+
+void Gateway::add_front_routes(http::Router& r) {
+  r.add(http::Verb::post, "/v1/completions", [this](auto ex) { handle_openai(ApiKind::kCompletion, std::move(ex)); });
+  r.add(http::Verb::post, "/v1/chat/completions", [this](auto ex) { handle_openai(ApiKind::kChatCompletion, std::move(ex)); });
+  r.add(http::Verb::get, "/v1/models", [this](auto ex) { handle_models(std::move(ex)); });
+  r.add(http::Verb::get, "/health", [](auto ex) { ex->respond_json(http::Status::ok, R"({"status":"ok"})"); });
+  r.add(http::Verb::get, "/ready", [this](auto ex) {
+    boost::asio::post(core_strand_, [this, ex] {
+      const bool ready = !shutting_down_ && core_->fleet().any_with_room();
+      ex->respond_json(ready ? http::Status::ok : http::Status::service_unavailable, ready ? R"({"ready":true})" : R"({"ready":false})");
+    });
+  });
+}
+
+void Gateway::add_admin_routes(http::Router& r) {
+  auto guarded = [this](void (Gateway::*h)(std::shared_ptr<http::Exchange>)) {
+    return [this, h](std::shared_ptr<http::Exchange> ex) {
+      if (!authorized_admin(*ex)) return ex->respond_error(ApiError{401, "authentication_error", "the admin key is required", "", "unauthorized"});
+      (this->*h)(std::move(ex));
+    };
+  };
+  r.add(http::Verb::get, "/admin/status", guarded(&Gateway::handle_status));
+  r.add(http::Verb::get, "/admin/events", guarded(&Gateway::handle_events));
+  r.add(http::Verb::post, "/admin/mode", guarded(&Gateway::handle_mode));
+  r.add(http::Verb::get, "/metrics", guarded(&Gateway::handle_metrics));
+  r.add(http::Verb::get, "/dashboard", [this](std::shared_ptr<http::Exchange> ex) {
+    if (!authorized_admin(*ex)) return ex->respond_error(ApiError{401, "authentication_error", "the admin key is required", "", "unauthorized"});
+    ex->respond(http::Status::ok, "text/html; charset=utf-8", std::string(kDashboardHtml));
+  });
+}
+
+void Gateway::handle_models(std::shared_ptr<http::Exchange> ex) {
+  nlohmann::json j = {{"object", "list"},
+                      {"data", {{{"id", config_.served_model_name}, {"object", "model"}, {"created", unix_seconds()}, {"owned_by", "switchyard"},
+                                 {"max_model_len", limits_.context_length}}}}};
+  ex->respond_json(http::Status::ok, j.dump());
+}
+
+void Gateway::handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex) {
+  std::string key;
+  if (!authorized_user(*ex, key)) return ex->respond_error(ApiError{401, "authentication_error", "a valid API key is required", "", "invalid_api_key"});
+  if (shutting_down_) return ex->respond_error(ApiError::unavailable("the gateway is shutting down", "shutting_down"));
+  OpenAiRequest req;
+  const std::string& body = ex->request().body();
+  if (auto e = kind == ApiKind::kChatCompletion ? parse_chat_request(body, req) : parse_completion_request(body, req)) return ex->respond_error(*e);
+  if (!req.model.empty() && req.model != config_.served_model_name) return ex->respond_error(ApiError::model_not_found(req.model));
+  std::optional<std::string_view> header;
+  if (auto h = ex->request().find("X-Priority"); h != ex->request().end()) header = std::string_view(h->value().data(), h->value().size());
+  int32_t priority = kPriorityStandard;
+  if (auto e = request_priority(req, header, priority)) return ex->respond_error(*e);
+  std::vector<int32_t> ids;
+  if (auto e = prompt_ids_for(req, *tokenizer_, chat_template_.get(), ids)) return ex->respond_error(*e);
+  if (auto e = check_prompt(ids, limits_, req)) return ex->respond_error(*e);
+  const uint64_t id = next_id_++;
+  std::ostringstream rid;
+  rid << (kind == ApiKind::kChatCompletion ? "chatcmpl-" : "cmpl-") << std::hex << ::getpid() << "g" << id;
+  ResponseHeader h{kind, rid.str(), req.model.empty() ? config_.served_model_name : req.model, unix_seconds()};
+  auto proxy = std::make_shared<ProxyRequest>(ctx_, ex, std::move(req), std::move(ids), std::move(h), priority, key, id);
+  proxy->start();
+}
+
+nlohmann::json Gateway::status_json() const {
+  nlohmann::json replicas = nlohmann::json::array();
+  const Fleet& fleet = core_->fleet();
+  for (size_t i = 0; i < fleet.size(); ++i) {
+    const ReplicaInfo& r = fleet.info(i);
+    const ReplicaLoad& l = fleet.load(i);
+    replicas.push_back({{"id", r.id},
+                        {"state", replica_phase_name(r.phase)},
+                        {"pid", r.pid},
+                        {"url", r.port ? r.url() : ""},
+                        {"boot_id", r.boot_id},
+                        {"devices", r.devices},
+                        {"started_at", r.started_at},
+                        {"ready_at", r.ready_at},
+                        {"restarts", r.restarts},
+                        {"load", {{"in_flight", l.in_flight}, {"capacity", r.max_num_seqs}, {"pending_prefill_tokens", l.pending_prefill_tokens},
+                                  {"worker_running", l.worker_running}, {"worker_waiting", l.worker_waiting}}},
+                        {"kv", {{"blocks_used", l.kv_blocks_used}, {"blocks_total", l.kv_blocks_total}}},
+                        {"requests_total", l.requests_total},
+                        {"hit_rate", l.prompt_tokens_total > 0 ? static_cast<double>(l.cached_tokens_total) / static_cast<double>(l.prompt_tokens_total) : 0.0},
+                        {"prefill_s_per_token", l.prefill_s_per_token},
+                        {"kv_events_connected", l.events_connected}});
+  }
+  const auto& c = core_->counters();
+  const auto& q = core_->queue();
+  return {{"mode", mode_},
+          {"switching", switching_},
+          {"last_switch", last_switch_},
+          {"modes", [&] {
+             nlohmann::json m = nlohmann::json::array();
+             for (const auto& [name, mc] : config_.modes) m.push_back(name);
+             return m;
+           }()},
+          {"model", config_.served_model_name},
+          {"router", core_->router_name()},
+          {"replicas", replicas},
+          {"queues", {{"interactive", q.size(PriorityClass::kInteractive)}, {"standard", q.size(PriorityClass::kStandard)}, {"batch", q.size(PriorityClass::kBatch)}}},
+          {"in_flight", core_->in_flight()},
+          {"counters", {{"requests", c.requests_total}, {"completed", c.completed}, {"failed", c.failed}, {"cancelled", c.cancelled},
+                        {"rejected_queue_full", c.rejected_queue_full}, {"rejected_no_replica", c.rejected_no_replica},
+                        {"output_tokens", c.output_tokens}, {"prompt_tokens", c.prompt_tokens}, {"cached_tokens", c.cached_tokens}}},
+          {"latency", {{"ttft_p50", core_->ttft().percentile(0.5)}, {"ttft_p90", core_->ttft().percentile(0.9)}, {"ttft_p99", core_->ttft().percentile(0.99)},
+                       {"itl_p50", core_->itl().percentile(0.5)}, {"itl_p90", core_->itl().percentile(0.9)}, {"itl_p99", core_->itl().percentile(0.99)}}},
+          {"prefix_hit_rate", c.prompt_tokens > 0 ? static_cast<double>(c.cached_tokens) / static_cast<double>(c.prompt_tokens) : 0.0},
+          {"time", epoch_now()}};
+}
+
+void Gateway::handle_status(std::shared_ptr<http::Exchange> ex) {
+  boost::asio::post(core_strand_, [this, ex] { ex->respond_json(http::Status::ok, status_json().dump()); });
+}
+
+void Gateway::handle_events(std::shared_ptr<http::Exchange> ex) {
+  boost::asio::post(core_strand_, [this, ex] {
+    ex->start_stream();
+    ex->write("event: status\ndata: " + status_json().dump() + "\n\n");
+    event_subscribers_.push_back(ex);
+  });
+}
+
+void Gateway::publish_event(const nlohmann::json& event) {
+  const std::string frame = "event: " + event.value("type", std::string("event")) + "\ndata: " + event.dump() + "\n\n";
+  std::erase_if(event_subscribers_, [&](const std::shared_ptr<http::Exchange>& ex) { return ex->cancelled() || !ex->write(frame); });
+}
+
+void Gateway::handle_metrics(std::shared_ptr<http::Exchange> ex) {
+  boost::asio::post(core_strand_, [this, ex] {
+    const auto& c = core_->counters();
+    metrics_.gauge("switchyard_gateway_in_flight", "Requests sent to workers and not finished").set(static_cast<double>(core_->in_flight()));
+    for (auto cls : {PriorityClass::kInteractive, PriorityClass::kStandard, PriorityClass::kBatch})
+      metrics_.gauge("switchyard_gateway_queue_length", "Requests waiting in the gateway's queue", {{"class", priority_class_name(cls)}})
+          .set(static_cast<double>(core_->queue().size(cls)));
+    auto set_total = [&](const char* name, const char* help, int64_t v, const MetricLabels& labels = {}) {
+      metrics_.gauge(name, help, labels).set(static_cast<double>(v));
+    };
+    set_total("switchyard_gateway_requests_total", "Client requests accepted for routing", c.requests_total);
+    set_total("switchyard_gateway_requests_finished_total", "Requests by outcome", c.completed, {{"outcome", "completed"}});
+    set_total("switchyard_gateway_requests_finished_total", "Requests by outcome", c.failed, {{"outcome", "failed"}});
+    set_total("switchyard_gateway_requests_finished_total", "Requests by outcome", c.cancelled, {{"outcome", "cancelled"}});
+    set_total("switchyard_gateway_requests_rejected_total", "Requests refused before routing", c.rejected_queue_full, {{"reason", "queue_full"}});
+    set_total("switchyard_gateway_requests_rejected_total", "Requests refused before routing", c.rejected_no_replica, {{"reason", "no_replica"}});
+    set_total("switchyard_gateway_output_tokens_total", "Tokens generated for clients", c.output_tokens);
+    set_total("switchyard_gateway_prompt_tokens_total", "Prompt tokens of finished requests", c.prompt_tokens);
+    set_total("switchyard_gateway_cached_prompt_tokens_total", "Prompt tokens served from workers' prefix caches", c.cached_tokens);
+    const Fleet& fleet = core_->fleet();
+    for (size_t i = 0; i < fleet.size(); ++i) {
+      const MetricLabels l = {{"replica", fleet.info(i).id}};
+      metrics_.gauge("switchyard_gateway_replica_ready", "1 when the replica is ready", l).set(fleet.info(i).phase == ReplicaPhase::kReady);
+      metrics_.gauge("switchyard_gateway_replica_restarts", "Restarts of the replica", l).set(fleet.info(i).restarts);
+      metrics_.gauge("switchyard_gateway_replica_in_flight", "Requests in flight on the replica", l).set(fleet.load(i).in_flight);
+    }
+    for (const auto& [name, m] : config_.modes)
+      metrics_.gauge("switchyard_gateway_mode", "1 for the fleet's current mode", {{"mode", name}}).set(name == mode_);
+    ex->respond(http::Status::ok, "text/plain; version=0.0.4; charset=utf-8", metrics_.expose());
+  });
+}
+
+void Gateway::handle_mode(std::shared_ptr<http::Exchange> ex) {
+  const auto j = nlohmann::json::parse(ex->request().body(), nullptr, false);
+  if (!j.is_object() || !j.contains("mode") || !j["mode"].is_string())
+    return ex->respond_error(ApiError::bad_request("the body must be {\"mode\": \"<name>\"}", "mode"));
+  const std::string mode = j["mode"];
+  if (!config_.modes.count(mode)) return ex->respond_error(ApiError::bad_request("unknown mode '" + mode + "'", "mode"));
+  boost::asio::post(core_strand_, [this, ex, mode] {
+    if (switching_) return ex->respond_error(ApiError{409, "invalid_request_error", "a mode switch is in progress", "mode", "switch_in_progress"});
+    if (mode == mode_) return ex->respond_json(http::Status::ok, nlohmann::json{{"mode", mode_}, {"switching", false}}.dump());
+    switch_mode(mode);
+    ex->respond_json(http::Status::accepted, nlohmann::json{{"mode", mode}, {"switching", true}}.dump());
+  });
+}
+
+// Drain (new requests wait in the queue), let in-flight requests finish, stop the fleet,
+// start it in the new shape (staggered), resume.
+void Gateway::switch_mode(const std::string& mode) {
+  switching_ = true;
+  switch_started_ = epoch_now();
+  const std::string from = mode_;
+  log_line("mode switch " + from + " → " + mode + ": draining");
+  publish_event({{"type", "mode"}, {"phase", "draining"}, {"from", from}, {"to", mode}});
+  core_->set_paused(true);
+  supervisor_->mark_draining();
+  wait_drained([this, mode, from] {
+    publish_event({{"type", "mode"}, {"phase", "stopping"}, {"from", from}, {"to", mode}});
+    supervisor_->stop_all(std::chrono::seconds(10), [this, mode, from] {
+      mode_ = mode;
+      core_->fleet().reset(static_cast<size_t>(config_.modes.at(mode).replicas));
+      supervisor_->start(config_.modes.at(mode));
+      core_->set_paused(false);
+      last_switch_ = {{"from", from}, {"to", mode}, {"started_at", switch_started_}, {"finished_at", nullptr}, {"seconds", nullptr}};
+      publish_event({{"type", "mode"}, {"phase", "starting"}, {"from", from}, {"to", mode}});
+    });
+  });
+}
+
+void Gateway::wait_drained(std::function<void()> then) {
+  if (core_->in_flight() == 0) return then();
+  drain_timer_.expires_after(std::chrono::milliseconds(50));
+  drain_timer_.async_wait([this, then = std::move(then)](boost::system::error_code ec) mutable {
+    if (!ec) wait_drained(std::move(then));
+  });
+}
+
+void Gateway::on_replica_change(const ReplicaInfo& r) {
+  core_->fleet().on_replica_change(r);
+  publish_event({{"type", "replica"}, {"id", r.id}, {"state", replica_phase_name(r.phase)}, {"pid", r.pid}, {"restarts", r.restarts}});
+  if (switching_ && supervisor_->mode() == mode_) {
+    bool all_ready = true;
+    for (const auto& x : supervisor_->replicas()) all_ready = all_ready && x.phase == ReplicaPhase::kReady;
+    if (all_ready && !supervisor_->replicas().empty()) {
+      switching_ = false;
+      const double now = epoch_now();
+      last_switch_["finished_at"] = now;
+      last_switch_["seconds"] = now - switch_started_;
+      log_line("mode switch to " + mode_ + " done in " + std::to_string(now - switch_started_) + " s");
+      publish_event({{"type", "mode"}, {"phase", "done"}, {"to", mode_}, {"seconds", now - switch_started_}});
+    }
+  }
+  core_->dispatch();
+}
+
+// Each worker's /metrics gives the dashboard its KV use and queue lengths.
+void Gateway::poll_worker_metrics() {
+  const Fleet& fleet = core_->fleet();
+  for (size_t i = 0; i < fleet.size(); ++i) {
+    const ReplicaInfo& r = fleet.info(i);
+    if (r.phase != ReplicaPhase::kReady) continue;
+    UpstreamRequest req;
+    req.host = r.host;
+    req.port = r.port;
+    req.target = "/metrics";
+    fetch(core_strand_, req, [this, i, boot = r.boot_id](int status, std::string body) {
+      if (status != 200) return;
+      auto value = [&](const char* name) -> int64_t {
+        const std::string key = std::string(name) + " ";
+        const size_t at = body.find("\n" + key);
+        if (at == std::string::npos) return 0;
+        return static_cast<int64_t>(std::atof(body.c_str() + at + 1 + key.size()));
+      };
+      core_->fleet().set_worker_stats(i, boot, value("switchyard_worker_kv_blocks_used"), value("switchyard_worker_kv_blocks_total"),
+                                      value("switchyard_worker_requests_running"), value("switchyard_worker_requests_waiting"));
+    });
+  }
+  metrics_timer_.expires_after(std::chrono::seconds(2));
+  metrics_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) poll_worker_metrics();
+  });
+}
+
+void Gateway::shutdown(int signal) {
+  if (shutting_down_.exchange(true)) return;
+  log_line("signal " + std::to_string(signal) + ": draining");
+  front_->stop();
+  if (admin_) admin_->stop();
+  boost::asio::post(core_strand_, [this] {
+    // Queued requests have no worker coming for them: refuse them now.
+    core_->set_paused(true);
+    core_->reject_queued(ApiError::unavailable("the gateway is shutting down", "shutting_down"));
+    metrics_timer_.cancel();
+    auto deadline = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+    auto finish = [this] {
+      for (auto& ex : event_subscribers_) ex->finish();
+      event_subscribers_.clear();
+      supervisor_->stop_all(std::chrono::seconds(10), [this] {
+        front_->close_all();
+        if (admin_) admin_->close_all();
+        ioc_.stop();
+      });
+    };
+    auto poll = std::make_shared<std::function<void()>>();
+    *poll = [this, deadline, finish, poll] {
+      if (core_->in_flight() == 0 || std::chrono::steady_clock::now() > *deadline) return finish();
+      drain_timer_.expires_after(std::chrono::milliseconds(50));
+      drain_timer_.async_wait([poll](boost::system::error_code ec) {
+        if (!ec) (*poll)();
+      });
+    };
+    (*poll)();
+  });
+}
+
+int Gateway::run() {
+  http::Router front_router;
+  add_front_routes(front_router);
+  // One listener serves both only when both addresses name the same fixed port.
+  const bool shared_listener = config_.admin_listen == config_.listen && split_host_port(config_.listen).second != 0;
+  if (shared_listener) add_admin_routes(front_router);
+  front_ = std::make_unique<http::HttpServer>(ioc_, server_options(config_, config_.listen), std::move(front_router));
+  if (std::string err = front_->start(); !err.empty()) {
+    log_line("cannot listen on " + config_.listen + ": " + err);
+    return 1;
+  }
+  if (!shared_listener) {
+    http::Router admin_router;
+    add_admin_routes(admin_router);
+    admin_ = std::make_unique<http::HttpServer>(ioc_, server_options(config_, config_.admin_listen), std::move(admin_router));
+    if (std::string err = admin_->start(); !err.empty()) {
+      log_line("cannot listen on " + config_.admin_listen + ": " + err);
+      return 1;
+    }
+  }
+  const std::string host = split_host_port(config_.listen).first;
+  std::printf("switchyard-gateway listening on http://%s:%u\n", host.c_str(), front_->port());
+  if (admin_) std::printf("switchyard-gateway admin on http://%s:%u\n", split_host_port(config_.admin_listen).first.c_str(), admin_->port());
+  std::fflush(stdout);
+
+  boost::asio::post(core_strand_, [this] {
+    mode_ = config_.default_mode;
+    core_->fleet().reset(static_cast<size_t>(config_.modes.at(mode_).replicas));
+    supervisor_->start(config_.modes.at(mode_));
+    poll_worker_metrics();
+  });
+  signals_.async_wait([this](boost::system::error_code ec, int sig) {
+    if (!ec) shutdown(sig);
+  });
+  const unsigned n = std::max(2u, std::thread::hardware_concurrency());
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < n; ++i) threads.emplace_back([this] { ioc_.run(); });
+  ioc_.run();
+  for (auto& t : threads) t.join();
+  log_line("stopped");
+  return 0;
+}
+
+}  // namespace sy::gateway

@@ -1,0 +1,36 @@
+// switchyard-gateway --config FILE [--model PATH] [--listen HOST:PORT] [--mode NAME]
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gateway/gateway.h"
+#include "common/cli/args.h"
+
+int main(int argc, char** argv) {
+  try {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+      std::puts("usage: switchyard-gateway --config replicas.yaml [--model PATH] [--listen HOST:PORT] [--admin-listen HOST:PORT] [--mode NAME]");
+      return 0;
+    }
+    sy::cli::Args a(args, {"config", "model", "listen", "admin-listen", "mode"}, {});
+    sy::FleetConfig config = sy::FleetConfig::load(a.get("config"));
+    if (a.has("model")) {
+      config.model = a.get("model");
+      config.served_model_name = std::filesystem::path(config.model).stem().string();
+    }
+    if (a.has("listen")) config.listen = a.get("listen");
+    if (a.has("admin-listen")) config.admin_listen = a.get("admin-listen");
+    if (a.has("mode")) config.default_mode = a.get("mode");
+    config.validate("command line");
+    sy::gateway::Gateway gw(std::move(config));
+    return gw.run();
+  } catch (const sy::cli::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

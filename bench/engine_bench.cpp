@@ -12,7 +12,7 @@
 #include "common/tokenizer/tokenizer.h"
 #include "common/utf8.h"
 #include "worker/backend/backend.h"
-#include "worker/cli/args.h"
+#include "common/cli/args.h"
 #include "worker/engine/generator.h"
 
 namespace {

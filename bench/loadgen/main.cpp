@@ -11,7 +11,7 @@
 #include "bench/loadgen/report.h"
 #include "bench/loadgen/runner.h"
 #include "bench/loadgen/stats.h"
-#include "worker/cli/args.h"
+#include "common/cli/args.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "worker/cli/args.h"
+#include "common/cli/args.h"
 
 namespace sy::bench {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "bench/loadgen/options.h"
-#include "worker/cli/args.h"
+#include "common/cli/args.h"
 
 namespace sy::bench {
 namespace {

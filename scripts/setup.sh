@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
   libicu-dev                   # Unicode properties, NFC and regex for the tokenizer
   clang libclang-rt-14-dev     # libFuzzer targets
+  chromium                     # headless, for the dashboard test (tests/gateway)
 )
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)  # fetches the demo tokenizer
 

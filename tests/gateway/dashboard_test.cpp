@@ -1,0 +1,450 @@
+// The operator dashboard (gateway/dashboard.html, served at /dashboard) rendered by
+// headless Chromium: against canned status answers (a known fleet, none, forty
+// replicas, a failing or refusing status endpoint) and against a real switchyard-gateway
+// running two CPU workers on the fixture model, with a screenshot. Without chromium
+// these tests fail: scripts/setup.sh installs it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "chromium.h"
+#include "fake_admin_server.h"
+#include "gateway/dashboard.h"
+#include "gateway_process.h"
+#include "worker/worker_process.h"  // http_request, post_json
+
+namespace sy::testing {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// ---- reading the dumped DOM ----------------------------------------------------------
+
+// The start tag of the first element carrying `attribute` (e.g. `id="mode"`); empty
+// when there is none.
+std::string start_tag(const std::string& dom, const std::string& attribute) {
+  const size_t at = dom.find(" " + attribute);
+  if (at == std::string::npos) return {};
+  const size_t open = dom.rfind('<', at), close = dom.find('>', at);
+  return open == std::string::npos || close == std::string::npos
+             ? std::string()
+             : dom.substr(open, close - open + 1);
+}
+
+// The text right after the start tag of the element with this id (up to the next tag).
+std::string text_of(const std::string& dom, const std::string& id) {
+  const size_t at = dom.find(" id=\"" + id + "\"");
+  if (at == std::string::npos) return "<no element #" + id + ">";
+  const size_t begin = dom.find('>', at) + 1;
+  return dom.substr(begin, dom.find('<', begin) - begin);
+}
+
+std::string counter_text(const std::string& dom, const std::string& key) {
+  const size_t at = dom.find("data-counter=\"" + key + "\"");
+  if (at == std::string::npos) return "<no counter " + key + ">";
+  const size_t begin = dom.find('>', at) + 1;
+  return dom.substr(begin, dom.find('<', begin) - begin);
+}
+
+bool is_hidden(const std::string& tag) {
+  return std::regex_search(tag, std::regex(R"(\shidden(=""|\s|>))"));
+}
+
+bool is_duration(const std::string& s) {
+  return std::regex_match(s, std::regex(R"(\d+(\.\d+)? (µs|ms|s))"));
+}
+bool is_number(const std::string& s) {
+  return std::regex_match(s, std::regex(R"(\d[\d,]*(\.\d+)?)"));
+}
+
+int count_of(const std::string& hay, const std::string& needle) {
+  int n = 0;
+  for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) ++n;
+  return n;
+}
+
+std::string dump_dom(const std::string& url) {
+  const ChromiumRun run = chromium_dump_dom(url);
+  EXPECT_FALSE(run.timed_out) << "chromium did not finish loading " << url;
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("</html>"), std::string::npos) << "no DOM from chromium:\n" << run.err;
+  return run.out;
+}
+
+// A screenshot of `url` at 1280×900 into `path`, checked to be a real PNG of that size
+// with content (a blank page compresses to a few kilobytes).
+void check_screenshot(const std::string& url, const std::string& path) {
+  std::error_code ec;
+  fs::remove(path, ec);
+  const ChromiumRun run = chromium_screenshot(url, path);
+  ASSERT_FALSE(run.timed_out) << "chromium did not finish the screenshot of " << url;
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string png = read_text_file(path);
+  ASSERT_GE(png.size(), 24u) << "no screenshot at " << path << ":\n" << run.err;
+  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << path << " is not a PNG";
+  auto be32 = [&](size_t at) {
+    return (uint32_t(uint8_t(png[at])) << 24) | (uint32_t(uint8_t(png[at + 1])) << 16) |
+           (uint32_t(uint8_t(png[at + 2])) << 8) | uint32_t(uint8_t(png[at + 3]));
+  };
+  EXPECT_EQ(png.substr(12, 4), "IHDR");
+  EXPECT_EQ(be32(16), 1280u) << "width";
+  EXPECT_EQ(be32(20), 900u) << "height";
+  EXPECT_GT(png.size(), 30u * 1024) << path << " is too small to show the dashboard";
+  std::printf("dashboard screenshot: %s (%zu bytes)\n", path.c_str(), png.size());
+}
+
+// ---- canned status answers -------------------------------------------------------------
+
+json fake_replica(int i, const std::string& state, double t0) {
+  return {{"id", "r" + std::to_string(i)},
+          {"state", state},
+          {"pid", 4000 + i},
+          {"url", "http://127.0.0.1:" + std::to_string(39000 + i)},
+          {"boot_id", "b" + std::to_string(i)},
+          {"devices", {"cpu"}},
+          {"started_at", t0 + 3 * i},
+          {"ready_at", state == "ready" ? t0 + 3 * i + 2.5 : 0.0},
+          {"restarts", i % 3},
+          {"load",
+           {{"in_flight", i % 4},
+            {"capacity", 8},
+            {"pending_prefill_tokens", 0},
+            {"worker_running", i % 4},
+            {"worker_waiting", 0}}},
+          {"kv", {{"blocks_used", 100 * i}, {"blocks_total", 4096}}},
+          {"requests_total", 10 * i},
+          {"hit_rate", 0.25},
+          {"prefill_s_per_token", 1e-3},
+          {"kv_events_connected", state == "ready"}};
+}
+
+// Every call is one second later on the server's clock with 50 more output tokens, so
+// the page's tok/s is exactly 50.
+json fake_status(int polls, const std::vector<std::string>& states) {
+  const double t0 = 1.7e9;
+  json replicas = json::array();
+  for (size_t i = 0; i < states.size(); ++i)
+    replicas.push_back(fake_replica(static_cast<int>(i), states[i], t0));
+  return {{"mode", "throughput"},
+          {"switching", false},
+          {"last_switch",
+           {{"from", "latency"},
+            {"to", "throughput"},
+            {"started_at", t0 - 60},
+            {"finished_at", t0 - 20},
+            {"seconds", 40.0}}},
+          {"modes", {"latency", "throughput"}},
+          {"model", "qwen3-tiny-bf16"},
+          {"router", "prefix"},
+          {"replicas", replicas},
+          {"queues", {{"interactive", 1}, {"standard", 7}, {"batch", 42}}},
+          {"in_flight", 5},
+          {"counters",
+           {{"requests", 130},
+            {"completed", 120},
+            {"failed", 2},
+            {"cancelled", 3},
+            {"rejected_queue_full", 4},
+            {"rejected_no_replica", 1},
+            {"output_tokens", 1000 + 50 * polls},
+            {"prompt_tokens", 40000},
+            {"cached_tokens", 23000}}},
+          {"latency",
+           {{"ttft_p50", 0.0412},
+            {"ttft_p90", 0.113},
+            {"ttft_p99", 1.27},
+            {"itl_p50", 8.9e-6},
+            {"itl_p90", 0.0142},
+            {"itl_p99", 0.031}}},
+          {"prefix_hit_rate", 0.575},
+          {"time", t0 + polls}};
+}
+
+// Serves the embedded page and, for the admin routes, `status` (or `failing_status`).
+class FakeGateway {
+ public:
+  explicit FakeGateway(std::vector<std::string> states, int failing_status = 0)
+      : states_(std::move(states)),
+        failing_status_(failing_status),
+        server_([this](const std::string& target) { return answer(target); }) {}
+  std::string dashboard_url() const { return server_.url("/dashboard"); }
+  int status_polls() const { return polls_; }
+
+ private:
+  FakeReply answer(const std::string& target) {
+    if (target == "/dashboard")
+      return {200, "text/html; charset=utf-8", std::string(sy::gateway::kDashboardHtml)};
+    if (failing_status_)
+      return {failing_status_, "application/json", R"({"error":{"message":"no"}})"};
+    if (target == "/admin/status")
+      return {200, "application/json", fake_status(polls_++, states_).dump()};
+    if (target == "/admin/events")
+      return {
+          200, "text/event-stream",
+          "event: status\ndata: " + fake_status(0, states_).dump() + "\n\n" +
+              "event: replica\ndata: "
+              "{\"type\":\"replica\",\"id\":\"r1\",\"state\":\"ready\",\"pid\":4001,\"restarts\":1}"
+              "\n\n"
+              "event: mode\ndata: "
+              "{\"type\":\"mode\",\"phase\":\"done\",\"to\":\"throughput\",\"seconds\":40.0}\n\n"};
+    return {404, "text/plain", "not found"};
+  }
+
+  std::vector<std::string> states_;
+  int failing_status_;
+  std::atomic<int> polls_{0};
+  FakeAdminServer server_;
+};
+
+#define REQUIRE_CHROMIUM() ASSERT_FALSE(chromium_path().empty()) << kChromiumMissing
+
+// ---- the page itself ------------------------------------------------------------------
+
+TEST(DashboardPage, IsOneSelfContainedPage) {
+  const std::string page(sy::gateway::kDashboardHtml);
+  EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
+  EXPECT_NE(page.find("</html>"), std::string::npos);
+  // Nothing loads from elsewhere: no external scripts, styles, images or fonts.
+  for (const char* banned :
+       {"http://", "https://", " src=", "<link", "@import", "url(", "@font-face"})
+    EXPECT_EQ(page.find(banned), std::string::npos)
+        << "the page refers to an outside resource: " << banned;
+}
+
+TEST(DashboardPage, ShowsAFleetFromStatus) {
+  REQUIRE_CHROMIUM();
+  FakeGateway gw({"ready", "ready", "starting", "restarting", "draining", "stopped"});
+  const std::string dom = dump_dom(gw.dashboard_url());
+  EXPECT_GE(gw.status_polls(), 2) << "the page should poll /admin/status every second";
+
+  EXPECT_EQ(start_tag(dom, "data-conn=\"live\"").rfind("<body", 0), 0u)
+      << start_tag(dom, "data-conn");
+  EXPECT_TRUE(is_hidden(start_tag(dom, "id=\"banner\""))) << start_tag(dom, "id=\"banner\"");
+  EXPECT_EQ(text_of(dom, "mode"), "throughput");
+  EXPECT_NE(start_tag(dom, "id=\"mode\"").find("data-mode=\"throughput\""), std::string::npos);
+  EXPECT_TRUE(is_hidden(start_tag(dom, "id=\"switching\"")));
+  EXPECT_NE(start_tag(dom, "data-mode-button=\"throughput\"").find("aria-pressed=\"true\""),
+            std::string::npos);
+  EXPECT_NE(start_tag(dom, "data-mode-button=\"latency\"").find("aria-pressed=\"false\""),
+            std::string::npos);
+
+  const char* states[] = {"ready", "ready", "starting", "restarting", "draining", "stopped"};
+  for (int i = 0; i < 6; ++i) {
+    const std::string row = start_tag(dom, "data-replica=\"r" + std::to_string(i) + "\"");
+    ASSERT_FALSE(row.empty()) << "no row for r" << i;
+    EXPECT_NE(row.find(std::string("data-state=\"") + states[i] + "\""), std::string::npos) << row;
+  }
+  EXPECT_EQ(text_of(dom, "replica-summary"), "· 2 of 6 ready");
+
+  EXPECT_EQ(text_of(dom, "tok-per-s"), "50.0");
+  EXPECT_EQ(text_of(dom, "ttft-p50"), "41 ms");
+  EXPECT_EQ(text_of(dom, "ttft-p90"), "113 ms");
+  EXPECT_EQ(text_of(dom, "ttft-p99"), "1.27 s");
+  EXPECT_EQ(text_of(dom, "itl-p50"), "9 µs");
+  EXPECT_EQ(text_of(dom, "itl-p90"), "14 ms");
+  EXPECT_EQ(text_of(dom, "itl-p99"), "31 ms");
+  EXPECT_EQ(text_of(dom, "queue-interactive"), "1");
+  EXPECT_EQ(text_of(dom, "queue-standard"), "7");
+  EXPECT_EQ(text_of(dom, "queue-batch"), "42");
+  EXPECT_EQ(text_of(dom, "in-flight"), "5");
+  EXPECT_EQ(text_of(dom, "prefix-hit-rate"), "57.5%");
+  EXPECT_EQ(counter_text(dom, "completed"), "120");
+  EXPECT_EQ(counter_text(dom, "failed"), "2");
+  EXPECT_EQ(counter_text(dom, "cancelled"), "3");
+  EXPECT_EQ(counter_text(dom, "rejected_queue_full"), "4");
+  EXPECT_EQ(counter_text(dom, "rejected_no_replica"), "1");
+  EXPECT_EQ(text_of(dom, "restarts-total"), "6");  // 0+1+2+0+1+2
+  EXPECT_EQ(text_of(dom, "router"), "prefix");
+  EXPECT_NE(text_of(dom, "last-switch").find("latency → throughput"), std::string::npos)
+      << text_of(dom, "last-switch");
+  EXPECT_NE(text_of(dom, "last-switch").find("took 40.0 s"), std::string::npos)
+      << text_of(dom, "last-switch");
+  // The event stream's frames reached the log.
+  EXPECT_NE(dom.find("following /admin/events"), std::string::npos);
+  EXPECT_NE(dom.find("r1 → ready (pid 4001), 1 restart"), std::string::npos);
+  EXPECT_NE(dom.find("now throughput, switch took 40.0 s"), std::string::npos);
+}
+
+TEST(DashboardPage, ShowsAnEmptyFleet) {
+  REQUIRE_CHROMIUM();
+  FakeGateway gw({});
+  const std::string dom = dump_dom(gw.dashboard_url());
+  EXPECT_EQ(dom.find("data-replica="), std::string::npos);
+  EXPECT_NE(dom.find("No replicas: the fleet is stopped or has not started yet."),
+            std::string::npos);
+  EXPECT_EQ(text_of(dom, "mode"), "throughput");
+  EXPECT_TRUE(is_hidden(start_tag(dom, "id=\"banner\"")));
+}
+
+TEST(DashboardPage, ShowsFortyReplicas) {
+  REQUIRE_CHROMIUM();
+  std::vector<std::string> states(40, "ready");
+  states[7] = "restarting";
+  FakeGateway gw(states);
+  const std::string dom = dump_dom(gw.dashboard_url());
+  EXPECT_EQ(count_of(dom, "<tr data-replica="), 40);
+  for (int i = 0; i < 40; ++i)
+    EXPECT_FALSE(start_tag(dom, "data-replica=\"r" + std::to_string(i) + "\"").empty()) << "r" << i;
+  EXPECT_NE(start_tag(dom, "data-replica=\"r7\"").find("data-state=\"restarting\""),
+            std::string::npos);
+  EXPECT_EQ(text_of(dom, "replica-summary"), "· 39 of 40 ready");
+  check_screenshot(gw.dashboard_url(), SY_TEST_OUTPUT_DIR "/dashboard-40-replicas.png");
+}
+
+TEST(DashboardPage, ShowsADisconnectedBannerWhenStatusFails) {
+  REQUIRE_CHROMIUM();
+  FakeGateway gw({"ready"}, 503);
+  const std::string dom = dump_dom(gw.dashboard_url());
+  const std::string banner = start_tag(dom, "id=\"banner\"");
+  EXPECT_FALSE(is_hidden(banner)) << banner;
+  EXPECT_NE(text_of(dom, "banner").find("Disconnected from the gateway (HTTP 503)"),
+            std::string::npos)
+      << text_of(dom, "banner");
+  EXPECT_EQ(start_tag(dom, "data-conn=\"down\"").rfind("<body", 0), 0u);
+  EXPECT_EQ(text_of(dom, "conn"), "disconnected");
+  EXPECT_EQ(text_of(dom, "mode"), "—");
+}
+
+TEST(DashboardPage, AsksForTheAdminKeyWhenRefused) {
+  REQUIRE_CHROMIUM();
+  FakeGateway gw({"ready"}, 401);
+  const std::string dom = dump_dom(gw.dashboard_url());
+  EXPECT_FALSE(is_hidden(start_tag(dom, "id=\"banner\"")));
+  EXPECT_NE(text_of(dom, "banner").find("admin key"), std::string::npos) << text_of(dom, "banner");
+  EXPECT_EQ(text_of(dom, "conn"), "unauthorized");
+}
+
+// ---- against the real gateway ----------------------------------------------------------
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "sy-dashboard-XXXXXX").string();
+    if (::mkdtemp(tmpl.data())) path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string fleet_yaml() {
+  return "model: " SY_FIXTURES_DIR
+         "/qwen3-tiny-bf16.gguf\n"
+         "listen: 127.0.0.1:0\n"
+         "admin_listen: 127.0.0.1:0\n"
+         "devices: [cpu]\n"
+         "modes:\n"
+         "  throughput: {replicas: 2, devices_per_replica: 1}\n"
+         "  latency: {replicas: 1, devices_per_replica: 1}\n"
+         "default_mode: throughput\n"
+         "worker:\n"
+         "  binary: " SY_BIN_DIR
+         "/switchyard-worker\n"
+         "  max_num_seqs: 4\n"
+         "  kv_memory_gb: 0.1\n"
+         "  cpu_threads: 1\n"
+         "startup:\n"
+         "  stagger_s: 0.5\n"
+         "  ready_timeout_s: 120\n";
+}
+
+TEST(DashboardGateway, ShowsTheLiveFleetOfARealGateway) {
+  REQUIRE_CHROMIUM();
+  const std::string binary = SY_BIN_DIR "/switchyard-gateway";
+  ASSERT_EQ(::access(binary.c_str(), X_OK), 0)
+      << binary << " is missing: build the switchyard-gateway target";
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  const std::string config = (dir.path / "replicas.yaml").string();
+  std::ofstream(config) << fleet_yaml();
+
+  GatewayProcess gw(binary, {"--config", config}, (dir.path / "gateway.log").string());
+  ASSERT_NE(gw.port(), 0) << "the gateway printed no address; its log:\n" << gw.log();
+
+  // Both replicas ready (staggered start), as /admin/status reports them.
+  json status;
+  bool ready = false;
+  for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+       !ready && std::chrono::steady_clock::now() < deadline;) {
+    const HttpResult r = http_request(gw.admin_port(), "GET", "/admin/status");
+    if (r.status == 200) {
+      status = r.json();
+      int n_ready = 0;
+      for (const auto& rep : status.value("replicas", json::array())) {
+        gw.remember_worker(rep.value("pid", 0));
+        n_ready += rep.value("state", "") == "ready";
+      }
+      ready = status["replicas"].size() == 2 && n_ready == 2;
+    }
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  ASSERT_TRUE(ready) << "replicas not ready; last status: " << status.dump() << "\ngateway log:\n"
+                     << gw.log();
+
+  // A few completions so that the counters, latencies and tok/s move.
+  constexpr int kRequests = 6;
+  for (int i = 0; i < kRequests; ++i) {
+    const HttpResult r =
+        post_json(gw.port(), "/v1/completions",
+                  {{"prompt", "The dashboard test asks question number " + std::to_string(i)},
+                   {"max_tokens", 12},
+                   {"temperature", 0}});
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+  status = http_request(gw.admin_port(), "GET", "/admin/status").json();
+  EXPECT_GT(status["counters"].value("output_tokens", 0), 0) << status.dump();
+
+  // Traffic while the page loads, so that it has tokens per second to show.
+  std::atomic<bool> stop{false};
+  std::atomic<int> sent{0}, refused{0};
+  std::thread load([&] {
+    while (!stop) {
+      const HttpResult r = post_json(
+          gw.port(), "/v1/completions",
+          {{"prompt", "Background request " + std::to_string(sent.load())}, {"max_tokens", 24}});
+      ++sent;
+      refused += r.status != 200;
+    }
+  });
+  const std::string url = "http://127.0.0.1:" + std::to_string(gw.admin_port()) + "/dashboard";
+  const std::string dom = dump_dom(url);
+  check_screenshot(url, SY_TEST_OUTPUT_DIR "/dashboard.png");
+  stop = true;
+  load.join();
+  EXPECT_EQ(refused, 0) << "of " << sent << " background requests";
+
+  EXPECT_EQ(start_tag(dom, "data-conn=\"live\"").rfind("<body", 0), 0u)
+      << "the page did not reach /admin/status";
+  EXPECT_TRUE(is_hidden(start_tag(dom, "id=\"banner\""))) << text_of(dom, "banner");
+  EXPECT_EQ(text_of(dom, "mode"), "throughput");
+  for (const char* id : {"r0", "r1"}) {
+    const std::string row = start_tag(dom, std::string("data-replica=\"") + id + "\"");
+    EXPECT_NE(row.find("data-state=\"ready\""), std::string::npos) << id << ": " << row;
+  }
+  for (const char* cls : {"interactive", "standard", "batch"})
+    EXPECT_TRUE(is_number(text_of(dom, std::string("queue-") + cls))) << cls;
+  EXPECT_TRUE(is_number(text_of(dom, "tok-per-s"))) << text_of(dom, "tok-per-s");
+  EXPECT_TRUE(is_duration(text_of(dom, "ttft-p50"))) << text_of(dom, "ttft-p50");
+  EXPECT_TRUE(is_duration(text_of(dom, "itl-p50"))) << text_of(dom, "itl-p50");
+  EXPECT_TRUE(is_number(counter_text(dom, "completed")));
+  EXPECT_GE(std::stoi(counter_text(dom, "completed")), kRequests);
+  EXPECT_EQ(counter_text(dom, "failed"), "0");
+
+  // The check below sees running workers, so an empty answer after SIGTERM means something.
+  EXPECT_EQ(gw.live_workers().size(), 2u);
+  EXPECT_EQ(gw.terminate(), 0) << gw.log();
+  EXPECT_EQ(gw.workers_left(), std::vector<pid_t>{})
+      << "switchyard-worker processes outlived the gateway";
+}
+
+}  // namespace
+}  // namespace sy::testing

@@ -80,8 +80,10 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   // Observations from the relays (client-side view: gateway arrival to first token).
   void observe_ttft(double s) { ttft_.add(s); }
   void observe_itl(double s) { itl_.add(s); }
+  // Output tokens count as they stream (so rates move smoothly), prompt and cached
+  // tokens when a request finishes.
+  void count_output(int64_t tokens) { counters_.output_tokens += tokens; }
   void count_usage(const Usage& u) {
-    counters_.output_tokens += u.completion_tokens;
     counters_.prompt_tokens += u.prompt_tokens;
     counters_.cached_tokens += u.cached_tokens;
   }

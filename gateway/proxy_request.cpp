@@ -109,11 +109,14 @@ void ProxyRequest::handle_event(const http::SseEvent& e) {
         core->fleet().first_token(i, n, on_worker);
         core->observe_ttft(ttft);
       });
+      boost::asio::post(ctx_->core->executor(), [core = ctx_->core, n = static_cast<int64_t>(t.ids.size())] { core->count_output(n); });
     } else if (!t.ids.empty()) {
       const double gap = std::chrono::duration<double>(now - last_token_at_).count() / static_cast<double>(t.ids.size());
-      boost::asio::post(ctx_->core->executor(), [core = ctx_->core, gap] { core->observe_itl(gap); });
+      boost::asio::post(ctx_->core->executor(), [core = ctx_->core, gap, n = static_cast<int64_t>(t.ids.size())] {
+        core->observe_itl(gap);
+        core->count_output(n);
+      });
     }
-    boost::asio::post(ctx_->core->executor(), [core = ctx_->core, n = static_cast<int64_t>(t.ids.size())] { core->count_output(n); });
     last_token_at_ = now;
     std::vector<http::ResponderToken> out(t.ids.size());
     for (size_t k = 0; k < t.ids.size(); ++k) {

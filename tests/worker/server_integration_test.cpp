@@ -490,13 +490,37 @@ TEST_F(WorkerServerTest, KvEventsShowStoredHashesAndTheCacheIsUsed) {
   EXPECT_GE(metric(port(), "switchyard_worker_prefix_cache_hit_tokens_total"), 48);
 }
 
+TEST_F(WorkerServerTest, SharedPrefixOf600TokensComesFromTheCacheWithTheSameOutput) {
+  std::vector<int32_t> shared;
+  for (int i = 0; i < 600; ++i) shared.push_back(2000 + (i * 131) % 50000);
+  std::vector<int32_t> first = shared, second = shared;
+  for (int i = 0; i < 8; ++i) {
+    first.push_back(500 + i);
+    second.push_back(900 + i);
+  }
+  auto body = [](const std::vector<int32_t>& ids) {
+    return json{{"prompt", ids}, {"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true}};
+  };
+  ASSERT_EQ(post_json(port(), "/v1/completions", body(first)).status, 200);
+  const json c = post_json(port(), "/v1/completions", body(second)).json();
+  EXPECT_GE(c["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 512) << c.dump();
+  // The same text as the offline generator, which has no prefix cache.
+  const json cli = cli_generate(second, 8);
+  ASSERT_TRUE(cli.is_object());
+  EXPECT_EQ(c["choices"][0]["text"], cli["text"]);
+}
+
 TEST_F(WorkerServerTest, LogprobsAndSamplingFieldsReachTheEngine) {
   const json golden = load_golden("qwen3-tiny");
   const std::vector<int32_t> ids = golden["prompts"][0]["ids"];
   const std::vector<int32_t> greedy = golden["prompts"][0]["greedy_32"];
   // Completions logprobs: one entry per token; greedy picks the best alternative.
   json c = post_json(port(), "/v1/completions",
-                     {{"prompt", ids}, {"max_tokens", 6}, {"temperature", 0}, {"ignore_eos", true}, {"logprobs", 2}})
+                     {{"prompt", ids},
+                      {"max_tokens", 6},
+                      {"temperature", 0},
+                      {"ignore_eos", true},
+                      {"logprobs", 2}})
                .json();
   const json& lp = c["choices"][0]["logprobs"];
   ASSERT_EQ(lp["tokens"].size(), 6u) << c.dump();
@@ -506,14 +530,19 @@ TEST_F(WorkerServerTest, LogprobsAndSamplingFieldsReachTheEngine) {
     joined += lp["tokens"][i].get<std::string>();
     EXPECT_LE(lp["top_logprobs"][i].size(), 2u);
     double best = -1e9;
-    for (const auto& [tok, v] : lp["top_logprobs"][i].items()) best = std::max(best, v.get<double>());
+    for (const auto& [tok, v] : lp["top_logprobs"][i].items())
+      best = std::max(best, v.get<double>());
     EXPECT_EQ(best, lp["token_logprobs"][i].get<double>());
   }
   EXPECT_EQ(joined, c["choices"][0]["text"]);  // single-byte-complete tokens here
   // Chat logprobs: content entries with bytes; the first alternative is the chosen token.
   c = post_json(port(), "/v1/chat/completions",
-                {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 5}, {"temperature", 0},
-                 {"ignore_eos", true}, {"logprobs", true}, {"top_logprobs", 3}})
+                {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                 {"max_tokens", 5},
+                 {"temperature", 0},
+                 {"ignore_eos", true},
+                 {"logprobs", true},
+                 {"top_logprobs", 3}})
           .json();
   const json& content = c["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(content.size(), 5u) << c.dump();
@@ -540,9 +569,11 @@ TEST_F(WorkerServerTest, LogprobsAndSamplingFieldsReachTheEngine) {
   EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(c["choices"][0]["text"], full.substr(0, full.find(stop)));
   // The same seed draws the same tokens; the priority header is accepted.
-  json seeded = {{"prompt", ids}, {"max_tokens", 12}, {"temperature", 1.5}, {"seed", 7}, {"ignore_eos", true}};
+  json seeded = {
+      {"prompt", ids}, {"max_tokens", 12}, {"temperature", 1.5}, {"seed", 7}, {"ignore_eos", true}};
   const std::string a = post_json(port(), "/v1/completions", seeded).json()["choices"][0]["text"];
-  const HttpResult b = http_request(port(), "POST", "/v1/completions", seeded.dump(), "X-Priority: batch\r\n");
+  const HttpResult b =
+      http_request(port(), "POST", "/v1/completions", seeded.dump(), "X-Priority: batch\r\n");
   ASSERT_EQ(b.status, 200) << b.body;
   EXPECT_EQ(b.json()["choices"][0]["text"], a);
 }

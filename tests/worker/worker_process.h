@@ -18,7 +18,9 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <cctype>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -108,7 +110,12 @@ struct HttpResult {
   int status = 0;  // 0: no response
   std::string body;
   std::string content_type;
+  std::map<std::string, std::string> headers;  // lower-case names
   nlohmann::json json() const { return nlohmann::json::parse(body, nullptr, false); }
+  std::string header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? std::string() : it->second;
+  }
 };
 
 inline void set_receive_timeout(tcp::socket& s, int seconds) {
@@ -144,6 +151,11 @@ inline HttpResult http_request(uint16_t port, const std::string& method, const s
   r.status = p.get().result_int();
   r.body = p.get().body();
   r.content_type = std::string(p.get()[bhttp::field::content_type]);
+  for (const auto& f : p.get()) {
+    std::string name(f.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    r.headers[name] = std::string(f.value());
+  }
   return r;
 }
 

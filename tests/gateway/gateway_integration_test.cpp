@@ -1,0 +1,221 @@
+// The gateway with real workers on the fixture model, as operators run it: staggered
+// startup, prefix affinity, a worker killed under it, a mode switch under steady load,
+// bad requests, keys, and teardown that leaves no worker behind.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "fixture_util.h"
+#include "worker/fixture_edit.h"
+#include "gateway/gateway_process.h"
+#include "worker/worker_process.h"
+
+namespace sy {
+namespace {
+
+using testing::GatewayProcess;
+using testing::http_request;
+using testing::HttpResult;
+
+struct FleetOptions {
+  double stagger_s = 0.5;
+  std::string extra;  // more YAML at the top level
+};
+
+std::string write_config(const std::string& name, const FleetOptions& o) {
+  const std::string path = testing::temp_path(name + ".yaml");
+  std::ofstream(path) << "model: " << testing::fixture_path("qwen3-tiny-bf16.gguf") << "\n"
+                      << "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\ndevices: [cpu]\n"
+                      << "modes:\n  throughput: {replicas: 2}\n  latency: {replicas: 1}\n"
+                      << "worker: {binary: " << SY_BIN_DIR << "/switchyard-worker, kv_memory_gb: 0.1, max_num_seqs: 8}\n"
+                      << "startup: {stagger_s: " << o.stagger_s << ", ready_timeout_s: 60, restart_backoff_initial_s: 0.3}\n"
+                      << o.extra;
+  return path;
+}
+
+class Gateway {
+ public:
+  explicit Gateway(const std::string& name, const FleetOptions& o = {})
+      : config_(write_config(name, o)),
+        proc_(std::string(SY_BIN_DIR) + "/switchyard-gateway", {"--config", config_}, testing::temp_path(name + ".log")) {}
+  ~Gateway() {
+    proc_.terminate();
+    std::filesystem::remove(config_);
+  }
+
+  nlohmann::json status(const std::string& key = {}) {
+    const auto r = http_request(proc_.admin_port(), "GET", "/admin/status", {}, key.empty() ? "" : "Authorization: Bearer " + key + "\r\n");
+    return r.status == 200 ? r.json() : nlohmann::json();
+  }
+  // Waits until `n` replicas are ready (and remembers their pids); false on timeout.
+  bool wait_ready(size_t n, std::chrono::seconds limit = std::chrono::seconds(120), const std::string& mode = {}) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto s = status();
+      if (s.is_object() && (mode.empty() || (s["mode"] == mode && !s["switching"].get<bool>()))) {
+        size_t ready = 0;
+        for (const auto& r : s["replicas"]) {
+          proc_.remember_worker(r["pid"].get<pid_t>());
+          ready += r["state"] == "ready" && r["kv_events_connected"].get<bool>();
+        }
+        if (ready == n && s["replicas"].size() == n) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  HttpResult complete(const nlohmann::json& body, const std::string& headers = {}) {
+    return http_request(proc_.port(), "POST", "/v1/completions", body.dump(), headers);
+  }
+  GatewayProcess& proc() { return proc_; }
+
+ private:
+  std::string config_;
+  GatewayProcess proc_;
+};
+
+nlohmann::json ids_prompt(const std::vector<int32_t>& ids, int max_tokens) {
+  return {{"prompt", ids}, {"max_tokens", max_tokens}, {"temperature", 0}};
+}
+
+std::vector<int32_t> prefix_ids(size_t n, int32_t base) {
+  std::vector<int32_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = base + static_cast<int32_t>(i * 7 % 5000);
+  return v;
+}
+
+TEST(GatewayIntegration, StaggeredStartThenPrefixAffinity) {
+  Gateway gw("stagger", {.stagger_s = 1.0});
+  ASSERT_TRUE(gw.wait_ready(2)) << gw.proc().log();
+  const auto s = gw.status();
+  const auto& r0 = s["replicas"][0];
+  const auto& r1 = s["replicas"][1];
+  // r1 was spawned only after r0 was ready plus the stagger.
+  EXPECT_GE(r1["started_at"].get<double>(), r0["ready_at"].get<double>() + 1.0 - 0.05)
+      << "r0 ready at " << r0["ready_at"] << ", r1 started at " << r1["started_at"];
+  EXPECT_GT(r0["ready_at"].get<double>(), r0["started_at"].get<double>());
+
+  // Requests sharing a 600-token prefix land on one replica while load is light.
+  const auto shared = prefix_ids(600, 1000);
+  std::set<std::string> replicas;
+  int cached_hits = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto ids = shared;
+    ids.push_back(50 + i);
+    const HttpResult r = gw.complete(ids_prompt(ids, 4));
+    ASSERT_EQ(r.status, 200) << r.body;
+    replicas.insert(r.header("x-switchyard-replica"));
+    cached_hits += r.json()["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>() >= 512;
+  }
+  EXPECT_EQ(replicas.size(), 1u) << "requests with one prefix went to several replicas";
+  EXPECT_EQ(cached_hits, 5);
+  // A different prefix is free to go elsewhere, and responses name their replica.
+  const HttpResult other = gw.complete(ids_prompt(prefix_ids(600, 90000), 4));
+  EXPECT_EQ(other.status, 200);
+  EXPECT_FALSE(other.header("x-switchyard-replica").empty());
+}
+
+TEST(GatewayIntegration, KilledWorkerIsRestartedAndRequestsStillSucceed) {
+  Gateway gw("restart");
+  ASSERT_TRUE(gw.wait_ready(2)) << gw.proc().log();
+  const pid_t victim = gw.status()["replicas"][0]["pid"].get<pid_t>();
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  for (int i = 0; i < 10; ++i) {
+    const HttpResult r = gw.complete({{"prompt", "Once upon a time " + std::to_string(i)}, {"max_tokens", 4}});
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+  ASSERT_TRUE(gw.wait_ready(2)) << gw.proc().log();
+  const auto s = gw.status();
+  EXPECT_EQ(s["replicas"][0]["restarts"].get<int>(), 1);
+  EXPECT_NE(s["replicas"][0]["pid"].get<pid_t>(), victim);
+  EXPECT_EQ(gw.complete({{"prompt", "after"}, {"max_tokens", 2}}).status, 200);
+}
+
+TEST(GatewayIntegration, ModeSwitchUnderSteadyLoadFailsNoRequest) {
+  Gateway gw("modes");
+  ASSERT_TRUE(gw.wait_ready(2)) << gw.proc().log();
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0};
+  std::vector<std::string> failures;
+  std::mutex mu;
+  auto load = [&](int who) {
+    for (int i = 0; !stop; ++i) {
+      const bool stream = (i + who) % 2 == 0;
+      nlohmann::json body = {{"prompt", "steady " + std::to_string(who) + " " + std::to_string(i)}, {"max_tokens", 6}, {"ignore_eos", true}, {"stream", stream}};
+      const HttpResult r = gw.complete(body);
+      const bool good = r.status == 200 && (stream ? r.body.find("data: [DONE]") != std::string::npos && r.body.find("event: error") == std::string::npos
+                                                   : r.json()["usage"]["completion_tokens"] == 6);
+      if (good) {
+        ++ok;
+      } else {
+        ++failed;
+        std::lock_guard<std::mutex> lock(mu);
+        failures.push_back(std::to_string(r.status) + " " + r.body.substr(0, 300));
+      }
+    }
+  };
+  std::vector<std::thread> users;
+  for (int u = 0; u < 3; ++u) users.emplace_back(load, u);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const HttpResult sw = http_request(gw.proc().admin_port(), "POST", "/admin/mode", R"({"mode":"latency"})");
+  EXPECT_EQ(sw.status, 202) << sw.body;
+  EXPECT_EQ(http_request(gw.proc().admin_port(), "POST", "/admin/mode", R"({"mode":"latency"})").status, 409) << "a second switch while one runs";
+  const bool switched = gw.wait_ready(1, std::chrono::seconds(120), "latency");
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  stop = true;
+  for (auto& t : users) t.join();
+  ASSERT_TRUE(switched) << gw.proc().log();
+  EXPECT_EQ(failed.load(), 0) << (failures.empty() ? "" : failures[0]);
+  EXPECT_GT(ok.load(), 10);
+  const auto s = gw.status();
+  EXPECT_EQ(s["mode"], "latency");
+  EXPECT_EQ(s["replicas"].size(), 1u);
+  EXPECT_GT(s["last_switch"]["seconds"].get<double>(), 0.0);
+  EXPECT_EQ(s["counters"]["failed"].get<int>(), 0);
+}
+
+TEST(GatewayIntegration, BadRequestsKeysAndTeardown) {
+  Gateway gw("keys", {.extra = "api_keys: [user-key]\nadmin_key: admin-key\n"});
+  ASSERT_TRUE(gw.proc().port() > 0) << gw.proc().log();
+  const std::string user = "Authorization: Bearer user-key\r\n";
+  struct Row {
+    std::string body, headers;
+    int status;
+    std::string needle;
+  };
+  const std::vector<Row> rows = {
+      {R"({"prompt":"hi","max_tokens":2})", "", 401, "invalid_api_key"},
+      {R"({"prompt":"hi","max_tokens":2})", "Authorization: Bearer wrong\r\n", 401, "invalid_api_key"},
+      {R"({"prompt":"hi",)", user, 400, "invalid_request_error"},
+      {R"({"prompt":"hi","max_tokens":2,"model":"nope"})", user, 404, "model_not_found"},
+      {R"({"prompt":"hi","max_tokens":999999})", user, 400, "max_tokens"},
+      {R"({"prompt":[1,999999999],"max_tokens":2})", user, 400, "prompt"},
+      {R"({"prompt":"hi","max_tokens":2,"n":5})", user, 400, "\"n\""},
+  };
+  for (const Row& r : rows) {
+    const HttpResult res = http_request(gw.proc().port(), "POST", "/v1/completions", r.body, r.headers);
+    EXPECT_EQ(res.status, r.status) << r.body;
+    EXPECT_NE(res.body.find(r.needle), std::string::npos) << r.body << " → " << res.body;
+  }
+  EXPECT_EQ(http_request(gw.proc().admin_port(), "GET", "/admin/status").status, 401) << "admin routes need the admin key";
+  EXPECT_EQ(http_request(gw.proc().admin_port(), "GET", "/admin/status", {}, "Authorization: Bearer user-key\r\n").status, 401);
+  EXPECT_EQ(http_request(gw.proc().admin_port(), "POST", "/admin/mode", R"({"mode":"warp"})", "Authorization: Bearer admin-key\r\n").status, 400);
+  // Served once the fleet is up.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  HttpResult ok;
+  while (std::chrono::steady_clock::now() < deadline && ok.status != 200) {
+    ok = http_request(gw.proc().port(), "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2})", user);
+    if (ok.status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  for (const auto& r : gw.status("admin-key")["replicas"]) gw.proc().remember_worker(r["pid"].get<pid_t>());
+  EXPECT_EQ(gw.proc().terminate(), 0);
+  EXPECT_TRUE(gw.proc().workers_left().empty()) << "SIGTERM left workers running";
+}
+
+}  // namespace
+}  // namespace sy

@@ -38,7 +38,9 @@ GatewayCore::GatewayCore(boost::asio::any_io_executor core, const FleetConfig& c
 
 void GatewayCore::submit(std::shared_ptr<ProxyRequest> r) {
   ++counters_.requests_total;
-  if (!fleet_->any_alive()) {
+  budget_.on_request();
+  // While the fleet is switching shape nothing is alive, but something will be.
+  if (!paused_ && !fleet_->any_alive()) {
     ++counters_.rejected_no_replica;
     return r->reject(ApiError::unavailable("no replica can serve this model", "no_replica"));
   }
@@ -69,23 +71,45 @@ void GatewayCore::dispatch() {
     if (it == queued_.end()) continue;
     std::shared_ptr<ProxyRequest> r = std::move(it->second);
     queued_.erase(it);
-    const auto hashes = r->prefix_hashes();
-    const auto states = fleet_->states(hashes, /*with_room=*/true);
-    policy::RouteRequest rr;
-    rr.affinity_key = hashes.empty() ? r->prompt_key() : hashes.front();
-    rr.prompt_tokens = r->prompt_tokens();
-    rr.block_size = fleet_->info(0).block_size;
-    const auto choice = router_->choose(rr, states);
-    if (!choice) {  // cannot happen while a replica has room; keep the request
-      queue_.push({r->id(), r->priority_class(), r->api_key(), r->cost_tokens(), 0});
-      queued_[r->id()] = std::move(r);
-      return;
-    }
-    const size_t i = *choice;
-    const int64_t cached = std::min<int64_t>(static_cast<int64_t>(states[i].matched_blocks) * rr.block_size, rr.prompt_tokens);
-    fleet_->dispatched(i, hashes, rr.prompt_tokens - cached);
-    r->dispatch(i, fleet_->info(i), rr.prompt_tokens - cached);
+    route(std::move(r), std::nullopt);
   }
+}
+
+// Sends r to the best replica with room (not `exclude` when another has room), or back
+// into the queue when none has.
+void GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> exclude) {
+  const auto hashes = r->prefix_hashes();
+  auto states = fleet_->states(hashes, /*with_room=*/true);
+  if (exclude && *exclude < states.size()) {
+    bool other = false;
+    for (size_t i = 0; i < states.size(); ++i) other = other || (i != *exclude && states[i].available);
+    if (other) states[*exclude].available = false;
+  }
+  policy::RouteRequest rr;
+  rr.affinity_key = hashes.empty() ? r->prompt_key() : hashes.front();
+  rr.prompt_tokens = r->prompt_tokens();
+  rr.block_size = fleet_->size() > 0 ? fleet_->info(0).block_size : 16;
+  const auto choice = router_->choose(rr, states);
+  if (!choice || paused_) {
+    queue_.push({r->id(), r->priority_class(), r->api_key(), r->cost_tokens(), 0});
+    queued_[r->id()] = std::move(r);
+    return;
+  }
+  const size_t i = *choice;
+  const int64_t cached = std::min<int64_t>(static_cast<int64_t>(states[i].matched_blocks) * rr.block_size, rr.prompt_tokens);
+  fleet_->dispatched(i, hashes, rr.prompt_tokens - cached);
+  r->dispatch(i, fleet_->info(i), rr.prompt_tokens - cached);
+}
+
+bool GatewayCore::retry(std::shared_ptr<ProxyRequest> r, size_t failed_replica) {
+  fleet_->attempt_failed(failed_replica);
+  if (!budget_.try_spend()) {
+    ++counters_.retries_denied;
+    return false;
+  }
+  ++counters_.retries;
+  route(std::move(r), failed_replica);
+  return true;
 }
 
 void GatewayCore::request_done(ProxyRequest& r, bool ok, bool cancelled) {

@@ -18,6 +18,7 @@
 #include "gateway/fleet.h"
 #include "policy/admission_queue.h"
 #include "policy/clock.h"
+#include "policy/hedge_budget.h"
 #include "policy/router.h"
 
 namespace sy::gateway {
@@ -47,6 +48,8 @@ struct GatewayCounters {
   int64_t completed = 0;
   int64_t failed = 0;
   int64_t cancelled = 0;
+  int64_t retries = 0;           // attempts after the first (failover)
+  int64_t retries_denied = 0;    // failures the hedge budget did not pay a retry for
   int64_t output_tokens = 0;
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
@@ -67,6 +70,9 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   // On the core strand. Queues the request or answers it at once (429 full, 503 when
   // no replica exists to wait for).
   void submit(std::shared_ptr<ProxyRequest> r);
+  // An attempt on `failed_replica` failed: if the budget allows, sends the request again
+  // (to another replica when one has room, else through the queue) and returns true.
+  bool retry(std::shared_ptr<ProxyRequest> r, size_t failed_replica);
   // The client left while queued; false when the request is no longer queued.
   bool withdraw(uint64_t id);
   // A dispatched request is over (any outcome); frees its replica slot.
@@ -103,6 +109,8 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   GatewayCounters counters_;
   bool paused_ = false;
   LatencyWindow ttft_, itl_;
+  policy::HedgeBudget budget_;
+  void route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> exclude);
 };
 
 }  // namespace sy::gateway

@@ -31,6 +31,10 @@ void Fleet::on_replica_change(const ReplicaInfo& r) {
   const bool was_ready = infos_[i].phase == ReplicaPhase::kReady;
   const bool restarted = infos_[i].boot_id != r.boot_id;
   infos_[i] = r;
+  if (restarted) {
+    loads_[i].consecutive_failures = 0;
+    loads_[i].ejected_until = {};
+  }
   if (r.phase == ReplicaPhase::kReady && (!was_ready || restarted)) {
     exact_.forget(r.index);
     approx_.forget(r.index);
@@ -113,7 +117,7 @@ std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix
     const ReplicaLoad& l = loads_[i];
     policy::ReplicaState& s = out[i];
     s.id_hash = std::hash<std::string>{}(r.id);
-    s.available = r.phase == ReplicaPhase::kReady && (!with_room || l.in_flight < r.max_num_seqs);
+    s.available = usable(i) && (!with_room || l.in_flight < r.max_num_seqs);
     s.in_flight = l.in_flight;
     s.capacity = r.max_num_seqs;
     s.pending_prefill_tokens = l.pending_prefill_tokens;
@@ -123,18 +127,33 @@ std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix
   return out;
 }
 
+bool Fleet::usable(size_t i) const { return infos_[i].phase == ReplicaPhase::kReady && !loads_[i].ejected(); }
+
 bool Fleet::any_with_room() const {
   for (size_t i = 0; i < infos_.size(); ++i)
-    if (infos_[i].phase == ReplicaPhase::kReady && loads_[i].in_flight < infos_[i].max_num_seqs) return true;
+    if (usable(i) && loads_[i].in_flight < infos_[i].max_num_seqs) return true;
   return false;
 }
 
 bool Fleet::any_alive() const {
   for (const auto& r : infos_)
-    if (r.phase == ReplicaPhase::kReady || r.phase == ReplicaPhase::kStarting || r.phase == ReplicaPhase::kRestarting ||
-        r.phase == ReplicaPhase::kStopped)
-      return true;
+    if (r.phase == ReplicaPhase::kReady || r.phase == ReplicaPhase::kStarting || r.phase == ReplicaPhase::kDraining) return true;
   return false;
+}
+
+void Fleet::attempt_failed(size_t i) {
+  if (i >= loads_.size()) return;
+  ReplicaLoad& l = loads_[i];
+  ++l.consecutive_failures;
+  // Eject at once (a dead or unreachable worker fails every request sent to it) for
+  // 1 s, doubling with each further failure up to 30 s; a new boot clears it.
+  const auto span = std::chrono::milliseconds(std::min<int64_t>(30000, int64_t{1000} << std::min(l.consecutive_failures - 1, 5)));
+  l.ejected_until = std::chrono::steady_clock::now() + span;
+  ++l.ejections_total;
+}
+
+void Fleet::attempt_succeeded(size_t i) {
+  if (i < loads_.size()) loads_[i].consecutive_failures = 0;
 }
 
 void Fleet::dispatched(size_t i, std::span<const uint64_t> prefix_hashes, int64_t uncached_tokens) {

@@ -33,6 +33,11 @@ struct ReplicaLoad {
   int64_t kv_blocks_total = 0;
   int64_t worker_running = 0;
   int64_t worker_waiting = 0;
+  // Outlier detection: failed attempts in a row eject the replica for a while.
+  int32_t consecutive_failures = 0;
+  std::chrono::steady_clock::time_point ejected_until{};
+  int64_t ejections_total = 0;
+  bool ejected() const { return std::chrono::steady_clock::now() < ejected_until; }
 };
 
 class Fleet : public std::enable_shared_from_this<Fleet> {
@@ -47,6 +52,8 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
   // Router input for a prompt with these block hashes; `with_room` limits availability
   // to replicas whose in-flight count is below their capacity.
   std::vector<policy::ReplicaState> states(std::span<const uint64_t> prefix_hashes, bool with_room) const;
+  // Usable for new work: ready and not ejected.
+  bool usable(size_t i) const;
   bool any_with_room() const;
   bool any_alive() const;  // ready, starting or restarting: worth queueing for
 
@@ -54,6 +61,9 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
   void dispatched(size_t i, std::span<const uint64_t> prefix_hashes, int64_t uncached_tokens);
   void first_token(size_t i, int64_t uncached_tokens, double ttft_s);
   void finished(size_t i, bool got_first_token, int64_t uncached_tokens, int32_t prompt_tokens, int32_t cached_tokens);
+  // An attempt on replica i failed (reset, refused, stalled, aborted) or succeeded.
+  void attempt_failed(size_t i);
+  void attempt_succeeded(size_t i);
 
   void set_worker_stats(size_t i, const std::string& boot_id, int64_t kv_used, int64_t kv_total, int64_t running, int64_t waiting);
 

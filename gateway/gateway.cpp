@@ -178,7 +178,9 @@ nlohmann::json Gateway::status_json() const {
                         {"requests_total", l.requests_total},
                         {"hit_rate", l.prompt_tokens_total > 0 ? static_cast<double>(l.cached_tokens_total) / static_cast<double>(l.prompt_tokens_total) : 0.0},
                         {"prefill_s_per_token", l.prefill_s_per_token},
-                        {"kv_events_connected", l.events_connected}});
+                        {"kv_events_connected", l.events_connected},
+                        {"ejected", l.ejected()},
+                        {"ejections", l.ejections_total}});
   }
   const auto& c = core_->counters();
   const auto& q = core_->queue();
@@ -197,6 +199,7 @@ nlohmann::json Gateway::status_json() const {
           {"in_flight", core_->in_flight()},
           {"counters", {{"requests", c.requests_total}, {"completed", c.completed}, {"failed", c.failed}, {"cancelled", c.cancelled},
                         {"rejected_queue_full", c.rejected_queue_full}, {"rejected_no_replica", c.rejected_no_replica},
+                        {"retries", c.retries}, {"retries_denied", c.retries_denied},
                         {"output_tokens", c.output_tokens}, {"prompt_tokens", c.prompt_tokens}, {"cached_tokens", c.cached_tokens}}},
           {"latency", {{"ttft_p50", core_->ttft().percentile(0.5)}, {"ttft_p90", core_->ttft().percentile(0.9)}, {"ttft_p99", core_->ttft().percentile(0.99)},
                        {"itl_p50", core_->itl().percentile(0.5)}, {"itl_p90", core_->itl().percentile(0.9)}, {"itl_p99", core_->itl().percentile(0.99)}}},
@@ -238,6 +241,8 @@ void Gateway::handle_metrics(std::shared_ptr<http::Exchange> ex) {
     set_total("switchyard_gateway_requests_rejected_total", "Requests refused before routing", c.rejected_queue_full, {{"reason", "queue_full"}});
     set_total("switchyard_gateway_requests_rejected_total", "Requests refused before routing", c.rejected_no_replica, {{"reason", "no_replica"}});
     set_total("switchyard_gateway_output_tokens_total", "Tokens generated for clients", c.output_tokens);
+    set_total("switchyard_gateway_retries_total", "Attempts sent again after a failed attempt (failover)", c.retries);
+    set_total("switchyard_gateway_retries_denied_total", "Failed attempts the retry budget did not pay for", c.retries_denied);
     set_total("switchyard_gateway_prompt_tokens_total", "Prompt tokens of finished requests", c.prompt_tokens);
     set_total("switchyard_gateway_cached_prompt_tokens_total", "Prompt tokens served from workers' prefix caches", c.cached_tokens);
     const Fleet& fleet = core_->fleet();

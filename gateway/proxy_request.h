@@ -58,6 +58,8 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   void on_done(boost::beast::error_code ec, const std::string& what);
   void handle_event(const http::SseEvent& e);
   void client_gone();
+  // The current attempt failed: another one if the budget allows, else `why` ends it.
+  void attempt_failed(const ApiError& why);
   void end(bool ok, bool cancelled);
 
   std::shared_ptr<ProxyContext> ctx_;
@@ -80,7 +82,10 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   int upstream_status_ = 0;
   std::string error_body_;  // a non-200 answer, relayed as is
   std::vector<int32_t> generated_;
-  bool first_token_ = false;
+  bool first_token_ = false;          // of the whole request (for TTFT)
+  bool attempt_first_token_ = false;  // of the current attempt (for prefill bookkeeping)
+  bool attempt_open_ = false;         // the current attempt holds a replica slot
+  int32_t attempts_ = 0;
   bool finished_ = false;  // end() ran
   bool dispatched_ = false;
   std::chrono::steady_clock::time_point arrived_at_ = std::chrono::steady_clock::now();

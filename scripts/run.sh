@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# The main job: set up, build, make the default model, and run the most complete thing
-# Switchyard has today: the worker rendering a chat prompt and generating from it on the
-# CPU. (The gateway and the HTTP endpoint arrive with issues 3 and 4.)
+# The main job: set up, build, make the default model, then run the gateway and its
+# fleet (replicas.yaml: two CPU workers on the default model) in the foreground, serving
+# the OpenAI API on the printed URL until Ctrl-C (the gateway then drains and stops its
+# workers). Pass gateway flags through, e.g. `bash scripts/run.sh --model my.gguf`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 model=$(bash scripts/demo_model.sh)
 
-messages=$(mktemp)
-trap 'rm -f "$messages"' EXIT
-cat >"$messages" <<'JSON'
-[{"role": "system", "content": "You are a helpful assistant."},
- {"role": "user", "content": "Name three uses of a railway switchyard."}]
-JSON
-echo "== prompt (rendered by the model's chat template) =="
-build/bin/switchyard-worker chat --model "$model" --messages "$messages" --no-thinking
-echo "== generation (greedy, 32 tokens; the demo model's weights are random, so the text is too) =="
-build/bin/switchyard-worker generate --model "$model" --messages "$messages" --no-thinking --max-tokens 32 --temperature 0 --json
+cat <<MSG
+
+Starting switchyard-gateway with replicas.yaml (model: ${model}).
+The demo model has Qwen3-0.6B's shape and real tokenizer but random weights: its text
+is noise. To serve a real model: bash scripts/run.sh --model /path/to/model.gguf
+
+Once the replicas are ready, try:
+  curl -s http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \\
+    -d '{"messages":[{"role":"user","content":"Hello"}],"max_tokens":16}'
+Dashboard: http://127.0.0.1:8081/dashboard   Status: http://127.0.0.1:8081/admin/status
+
+MSG
+exec build/bin/switchyard-gateway --config replicas.yaml "$@"

@@ -267,6 +267,7 @@ void Gateway::handle_mode(std::shared_ptr<http::Exchange> ex) {
   boost::asio::post(core_strand_, [this, ex, mode] {
     if (switching_) return ex->respond_error(ApiError{409, "invalid_request_error", "a mode switch is in progress", "mode", "switch_in_progress"});
     if (mode == mode_) return ex->respond_json(http::Status::ok, nlohmann::json{{"mode", mode_}, {"switching", false}}.dump());
+    if (controller_) controller_->switched(mode == "latency" ? policy::FleetMode::kLatency : policy::FleetMode::kThroughput);
     switch_mode(mode);
     ex->respond_json(http::Status::accepted, nlohmann::json{{"mode", mode}, {"switching", true}}.dump());
   });
@@ -343,6 +344,19 @@ void Gateway::poll_worker_metrics() {
                                       value("switchyard_worker_requests_running"), value("switchyard_worker_requests_waiting"));
     });
   }
+  // The optional mode controller watches the same 2 s rhythm: requests in flight plus
+  // queued is the load it compares with its thresholds.
+  if (controller_ && !switching_) {
+    const double load = static_cast<double>(core_->in_flight() + static_cast<int64_t>(core_->queue().size()));
+    if (auto want = controller_->observe(load)) {
+      const std::string name = policy::fleet_mode_name(*want);
+      if (config_.modes.count(name) && name != mode_) {
+        log_line("mode controller: load " + std::to_string(load) + " → " + name);
+        controller_->switched(*want);
+        switch_mode(name);
+      }
+    }
+  }
   metrics_timer_.expires_after(std::chrono::seconds(2));
   metrics_timer_.async_wait([this](boost::system::error_code ec) {
     if (!ec) poll_worker_metrics();
@@ -408,6 +422,9 @@ int Gateway::run() {
 
   boost::asio::post(core_strand_, [this] {
     mode_ = config_.default_mode;
+    if (config_.mode_controller && config_.modes.count("throughput") && config_.modes.count("latency"))
+      controller_ = std::make_unique<policy::ModeController>(
+          policy::ModeControllerOptions{}, clock_, mode_ == "latency" ? policy::FleetMode::kLatency : policy::FleetMode::kThroughput);
     core_->fleet().reset(static_cast<size_t>(config_.modes.at(mode_).replicas));
     supervisor_->start(config_.modes.at(mode_));
     poll_worker_metrics();

@@ -25,6 +25,7 @@
 #include "gateway/core.h"
 #include "gateway/proxy_request.h"
 #include "gateway/supervisor.h"
+#include "policy/mode_controller.h"
 
 namespace sy::gateway {
 
@@ -85,6 +86,8 @@ class Gateway {
   boost::asio::steady_timer metrics_timer_;
   boost::asio::signal_set signals_;
   double switch_started_ = 0;
+  policy::SteadyClock clock_;
+  std::unique_ptr<policy::ModeController> controller_;  // when replicas.yaml enables it
 };
 
 }  // namespace sy::gateway

@@ -22,6 +22,9 @@ struct PagedAttentionArgs {
   const int32_t* positions = nullptr;   // [num_tokens] absolute position of each row
   int num_seqs = 0, num_tokens = 0;
   void* workspace = nullptr; size_t workspace_bytes = 0;  // for split-K partials
+  // Prefill tile shape, for benchmarks comparing variants: query rows per warp, 16 or 32
+  // (32 only for head_dim >= 64); 0 picks the default.
+  int prefill_rows_per_warp = 0;
 };
 // Stores this step's K/V rows at their positions in the cache.
 cudaError_t write_kv_cache(const PagedAttentionArgs& a, cudaStream_t stream);

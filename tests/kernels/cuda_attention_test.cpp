@@ -1,0 +1,362 @@
+// The paged-attention kernels (kernels/cuda/attention.cuh) against the CPU reference
+// (sy::cpu::write_kv / paged_attention) on fresh random bf16-rounded inputs: K/V written
+// through shuffled block tables, outputs poisoned with NaN before every launch, relative
+// error and NaN checks. Unwritten cache slots hold NaN too, so a kernel that reads past a
+// sequence's keys fails.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "cuda_test_util.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/cuda/attention.cuh"
+
+namespace sy {
+namespace {
+
+using namespace sy::testing;
+using bf16 = __nv_bfloat16;
+
+constexpr double kTolerance = 8e-3;  // bf16 output and (prefill) bf16 probabilities
+
+struct Shape {
+  int n_heads, n_kv_heads, head_dim, block_size = 16;
+};
+
+// One step of a batch: sequence s has contexts[s] tokens after this step, of which the
+// last q_lens[s] are this step's rows; the earlier ones are already in the cache.
+struct Problem {
+  Shape shape;
+  std::vector<int> q_lens, contexts;
+  std::vector<int32_t> indptr{0}, indices, last_len, cu{0}, positions;
+  int num_blocks = 0, tokens = 0;
+  int64_t stride = 0;     // fused QKV row: q heads, k heads, v heads
+  std::vector<float> qkv;  // bf16-rounded
+  std::vector<float> k_cache, v_cache;  // CPU layout, NaN where nothing was written
+  float scale = 0;
+
+  int64_t cache_elems() const { return int64_t{num_blocks} * shape.n_kv_heads * shape.block_size * shape.head_dim; }
+};
+
+Problem make_problem(std::mt19937_64& rng, Shape shape, std::vector<int> q_lens, std::vector<int> contexts,
+                     float q_amplitude) {
+  Problem p;
+  p.shape = shape;
+  p.q_lens = std::move(q_lens);
+  p.contexts = std::move(contexts);
+  const int bs = shape.block_size, d = shape.head_dim;
+  for (size_t s = 0; s < p.contexts.size(); ++s) {
+    const int nb = (p.contexts[s] + bs - 1) / bs;
+    p.num_blocks += nb;
+    p.indptr.push_back(p.indptr.back() + nb);
+    p.last_len.push_back(p.contexts[s] - (nb - 1) * bs);
+    p.cu.push_back(p.cu.back() + p.q_lens[s]);
+    for (int i = 0; i < p.q_lens[s]; ++i) p.positions.push_back(p.contexts[s] - p.q_lens[s] + i);
+  }
+  p.num_blocks += 3;  // blocks no sequence owns
+  p.indices.resize(static_cast<size_t>(p.num_blocks));
+  std::iota(p.indices.begin(), p.indices.end(), 0);
+  std::shuffle(p.indices.begin(), p.indices.end(), rng);
+  p.indices.resize(static_cast<size_t>(p.indptr.back()));
+  p.tokens = p.cu.back();
+  p.stride = int64_t{shape.n_heads + 2 * shape.n_kv_heads} * d;
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  p.qkv.resize(static_cast<size_t>(p.tokens * p.stride));
+  for (int64_t t = 0; t < p.tokens; ++t)
+    for (int64_t i = 0; i < p.stride; ++i)
+      p.qkv[t * p.stride + i] = round_bf16(uni(rng) * (i < int64_t{shape.n_heads} * d ? q_amplitude : 1.0f));
+  // Keys and values of earlier steps go straight into the cache.
+  p.k_cache.assign(static_cast<size_t>(p.cache_elems()), NAN);
+  p.v_cache.assign(static_cast<size_t>(p.cache_elems()), NAN);
+  for (size_t s = 0; s < p.contexts.size(); ++s)
+    for (int pos = 0; pos < p.contexts[s] - p.q_lens[s]; ++pos)
+      for (int h = 0; h < shape.n_kv_heads; ++h) {
+        const int64_t block = p.indices[static_cast<size_t>(p.indptr[s] + pos / bs)];
+        const int64_t row = ((block * shape.n_kv_heads + h) * bs + pos % bs) * d;
+        for (int e = 0; e < d; ++e) {
+          p.k_cache[static_cast<size_t>(row + e)] = round_bf16(uni(rng));
+          p.v_cache[static_cast<size_t>(row + e)] = round_bf16(uni(rng));
+        }
+      }
+  p.scale = 1.0f / std::sqrt(static_cast<float>(d));
+  return p;
+}
+
+// The CPU reference: write this step's K/V, then attend. Leaves p's caches updated.
+std::vector<float> reference(Problem& p) {
+  cpu::AttentionParams a;
+  a.n_heads = p.shape.n_heads;
+  a.n_kv_heads = p.shape.n_kv_heads;
+  a.head_dim = p.shape.head_dim;
+  a.scale = p.scale;
+  a.q = p.qkv.data();
+  a.q_stride = p.stride;
+  a.k_new = p.qkv.data() + int64_t{p.shape.n_heads} * p.shape.head_dim;
+  a.v_new = a.k_new + int64_t{p.shape.n_kv_heads} * p.shape.head_dim;
+  a.kv_stride = p.stride;
+  std::vector<float> out(static_cast<size_t>(int64_t{p.tokens} * p.shape.n_heads * p.shape.head_dim));
+  a.out = out.data();
+  a.cache = {p.k_cache.data(), p.v_cache.data()};
+  a.table = {p.indptr.data(), p.indices.data(), p.last_len.data(), static_cast<int32_t>(p.contexts.size()),
+             p.shape.block_size};
+  a.cu_seqlens = p.cu.data();
+  a.positions = p.positions.data();
+  cpu::write_kv(a);
+  cpu::paged_attention(a, cpu::ThreadPool::global());
+  return out;
+}
+
+// The same step on the GPU. Construct before reference() changes p's caches.
+struct GpuProblem {
+  explicit GpuProblem(const Problem& p)
+      : qkv(to_bf16(p.qkv)),
+        k_cache(to_bf16(p.k_cache)),
+        v_cache(to_bf16(p.v_cache)),
+        indptr(p.indptr),
+        indices(std::max<size_t>(p.indices.size(), 1)),
+        last_len(p.last_len),
+        cu(p.cu),
+        positions(p.positions),
+        out(static_cast<size_t>(int64_t{p.tokens} * p.shape.n_heads * p.shape.head_dim)),
+        workspace(cuda::attention_workspace_bytes(p.tokens, p.shape.n_heads, p.shape.head_dim, 64)) {
+    if (!p.indices.empty()) indices.upload(p.indices);
+    const int hd = p.shape.head_dim;
+    a.n_heads = p.shape.n_heads;
+    a.n_kv_heads = p.shape.n_kv_heads;
+    a.head_dim = hd;
+    a.scale = p.scale;
+    a.q = qkv.as<bf16>();
+    a.q_stride = p.stride;
+    a.k_new = a.q + int64_t{p.shape.n_heads} * hd;
+    a.v_new = a.k_new + int64_t{p.shape.n_kv_heads} * hd;
+    a.kv_stride = p.stride;
+    a.out = out.as<bf16>();
+    a.k_cache = k_cache.as<bf16>();
+    a.v_cache = v_cache.as<bf16>();
+    a.block_size = p.shape.block_size;
+    a.kv_indptr = indptr.get();
+    a.kv_indices = indices.get();
+    a.kv_last_block_len = last_len.get();
+    a.cu_seqlens = cu.get();
+    a.positions = positions.get();
+    a.num_seqs = static_cast<int>(p.contexts.size());
+    a.num_tokens = p.tokens;
+    a.workspace = workspace.get();
+    a.workspace_bytes = cuda::attention_workspace_bytes(p.tokens, p.shape.n_heads, hd, 64);
+  }
+  DeviceArray<uint16_t> qkv, k_cache, v_cache;
+  DeviceArray<int32_t> indptr, indices, last_len, cu, positions;
+  DeviceArray<uint16_t> out;
+  DeviceArray<uint8_t> workspace;
+  cuda::PagedAttentionArgs a;
+};
+
+// Equal as bf16 values, NaN where the CPU cache is NaN (slots nobody wrote).
+void expect_same_cache(const std::vector<float>& cpu, const std::vector<uint16_t>& gpu) {
+  ASSERT_EQ(cpu.size(), gpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    const float g = bf16_to_f32(gpu[i]);
+    if (std::isnan(cpu[i]) ? !std::isnan(g) : g != cpu[i]) FAIL() << "cache element " << i << ": " << g << " vs " << cpu[i];
+  }
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(std::isfinite(got[i])) << what << ": element " << i << " = " << got[i];
+  EXPECT_LT(relative_error(got, want), kTolerance) << what;
+}
+
+int num_sms() {
+  int dev = 0, sms = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  return sms;
+}
+
+enum class Kernel { kDecode, kPrefill };
+using Heads = std::vector<std::pair<int, int>>;  // (query heads, kv heads)
+
+// Writes K/V and runs `kernel` on GPU and CPU; for decode, once per split count.
+void check(Problem p, Kernel kernel, std::vector<int> splits = {}) {
+  GpuProblem g(p);
+  SY_CUDA_OK(cuda::write_kv_cache(g.a, nullptr));
+  const std::vector<float> want = reference(p);
+  expect_same_cache(p.k_cache, g.k_cache.download());
+  expect_same_cache(p.v_cache, g.v_cache.download());
+  std::string what = "heads " + std::to_string(p.shape.n_heads) + "/" + std::to_string(p.shape.n_kv_heads) + " d " +
+                     std::to_string(p.shape.head_dim) + " seqs " + std::to_string(p.contexts.size());
+  if (kernel == Kernel::kPrefill) {
+    g.out.poison();
+    const int max_q = *std::max_element(p.q_lens.begin(), p.q_lens.end());
+    const int max_ctx = *std::max_element(p.contexts.begin(), p.contexts.end());
+    SY_CUDA_OK(cuda::paged_prefill_attention(g.a, max_q, max_ctx, nullptr));
+    expect_close(from_bf16(g.out.download()), want, "prefill " + what);
+    return;
+  }
+  if (splits.empty()) splits = {1, cuda::decode_num_splits(g.a.num_seqs, g.a.n_kv_heads, num_sms())};
+  for (int ns : splits) {
+    g.out.poison();
+    SY_CUDA_OK(cuda::paged_decode_attention(g.a, ns, nullptr));
+    expect_close(from_bf16(g.out.download()), want, "decode splits " + std::to_string(ns) + " " + what);
+  }
+}
+
+std::vector<int> random_contexts(std::mt19937_64& rng, int n, int lo, int hi) {
+  std::vector<int> v(static_cast<size_t>(n));
+  for (auto& c : v) c = lo + static_cast<int>(rng() % static_cast<uint64_t>(hi - lo + 1));
+  return v;
+}
+
+TEST(CudaAttention, DecodeAllHeadDimsAndGroupings) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  for (int d : {8, 16, 64, 128})
+    for (auto [nh, nkv] : Heads{{4, 4}, {8, 2}, {16, 2}, {6, 1}, {32, 1}}) {
+      const auto ctx = random_contexts(rng, 5, 1, 300);
+      check(make_problem(rng, {nh, nkv, d}, std::vector<int>(5, 1), ctx, 4.0f), Kernel::kDecode, {1, 3, 17});
+    }
+}
+
+TEST(CudaAttention, DecodeBatchesAndLongContexts) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  check(make_problem(rng, {32, 8, 128}, {1}, {33001}, 6.0f), Kernel::kDecode, {1, 7, 64});
+  check(make_problem(rng, {32, 8, 128}, {1, 1, 1}, {1, 16, 4099}, 2.0f), Kernel::kDecode);
+  check(make_problem(rng, {16, 4, 64}, std::vector<int>(16, 1), random_contexts(rng, 16, 1, 2500), 4.0f),
+        Kernel::kDecode);
+  check(make_problem(rng, {8, 1, 128}, std::vector<int>(64, 1), random_contexts(rng, 64, 1, 700), 4.0f),
+        Kernel::kDecode);
+  check(make_problem(rng, {8, 8, 16, 32}, std::vector<int>(40, 1), random_contexts(rng, 40, 1, 900), 4.0f),
+        Kernel::kDecode, {1, 2, 5, 64});
+}
+
+TEST(CudaAttention, DecodeSplitCountsAgree) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  Problem p = make_problem(rng, {32, 8, 128}, {1, 1}, {5000, 12345}, 6.0f);
+  GpuProblem g(p);
+  SY_CUDA_OK(cuda::write_kv_cache(g.a, nullptr));
+  g.out.poison();
+  SY_CUDA_OK(cuda::paged_decode_attention(g.a, 1, nullptr));
+  const std::vector<float> one = from_bf16(g.out.download());
+  for (int ns : {2, 8, 33, 64}) {
+    g.out.poison();
+    SY_CUDA_OK(cuda::paged_decode_attention(g.a, ns, nullptr));
+    EXPECT_LT(relative_error(from_bf16(g.out.download()), one), 4 * kBf16Rounding) << "splits " << ns;
+  }
+}
+
+TEST(CudaAttention, PrefillWithAndWithoutCachedPrefix) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  for (int d : {8, 16, 64, 128})
+    for (auto [nh, nkv] : Heads{{4, 4}, {8, 2}, {8, 1}}) {
+      check(make_problem(rng, {nh, nkv, d}, {300}, {300}, 4.0f), Kernel::kPrefill);
+      check(make_problem(rng, {nh, nkv, d}, {203}, {1001}, 4.0f), Kernel::kPrefill);
+    }
+}
+
+TEST(CudaAttention, PrefillMixedSequencesAndDecodeRows) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  for (int d : {16, 128}) {
+    // Prefill chunks of several lengths, with and without prefix, beside decode rows.
+    check(make_problem(rng, {16, 4, d}, {1, 130, 64, 1, 7, 257}, {1, 130, 500, 77, 40, 2000}, 4.0f),
+          Kernel::kPrefill);
+    // Decode rows only, through the prefill kernel.
+    check(make_problem(rng, {32, 8, d}, std::vector<int>(9, 1), random_contexts(rng, 9, 1, 3000), 4.0f),
+          Kernel::kPrefill);
+  }
+  check(make_problem(rng, {16, 4, 128}, {1024}, {3000}, 6.0f), Kernel::kPrefill);
+  check(make_problem(rng, {4, 2, 64, 32}, {100, 33}, {1000, 33}, 4.0f), Kernel::kPrefill);
+}
+
+TEST(CudaAttention, PrefillTileShapesAgree) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  for (int d : {64, 128}) {
+    Problem p = make_problem(rng, {8, 2, d}, {700, 50}, {900, 50}, 4.0f);
+    GpuProblem g(p);
+    SY_CUDA_OK(cuda::write_kv_cache(g.a, nullptr));
+    const std::vector<float> want = reference(p);
+    for (int rows : {16, 32}) {
+      g.a.prefill_rows_per_warp = rows;
+      g.out.poison();
+      SY_CUDA_OK(cuda::paged_prefill_attention(g.a, 700, 900, nullptr));
+      expect_close(from_bf16(g.out.download()), want, "rows per warp " + std::to_string(rows));
+    }
+  }
+}
+
+// A captured decode replays with other context lengths: the launch reads them on the
+// device, and its shape depends on the batch shape only.
+TEST(CudaAttention, DecodeGraphReplaysWithOtherContexts) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  const Shape shape{32, 8, 128};
+  Problem first = make_problem(rng, shape, {1, 1, 1, 1}, {40, 900, 5000, 17}, 4.0f);
+  GpuProblem g(first);
+  const int splits = cuda::decode_num_splits(4, shape.n_kv_heads, num_sms());
+  cudaStream_t stream;
+  SY_CUDA_OK(cudaStreamCreate(&stream));
+  cudaGraph_t graph;
+  SY_CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  ASSERT_EQ(cuda::write_kv_cache(g.a, stream), cudaSuccess);
+  ASSERT_EQ(cuda::paged_decode_attention(g.a, splits, stream), cudaSuccess);
+  SY_CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  SY_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  // Same buffers, new contents: other contexts (fewer blocks than the first need).
+  Problem next = make_problem(rng, shape, {1, 1, 1, 1}, {3000, 1, 64, 900}, 4.0f);
+  ASSERT_LE(next.cache_elems(), first.cache_elems());
+  next.k_cache.resize(static_cast<size_t>(first.cache_elems()), NAN);
+  next.v_cache.resize(static_cast<size_t>(first.cache_elems()), NAN);
+  g.qkv.upload(to_bf16(next.qkv));
+  g.k_cache.upload(to_bf16(next.k_cache));
+  g.v_cache.upload(to_bf16(next.v_cache));
+  g.indptr.upload(next.indptr);
+  g.indices.upload(next.indices);
+  g.last_len.upload(next.last_len);
+  g.positions.upload(next.positions);
+  next.num_blocks = first.num_blocks;
+  const std::vector<float> want = reference(next);
+  g.out.poison();
+  SY_CUDA_OK(cudaGraphLaunch(exec, stream));
+  SY_CUDA_OK(cudaStreamSynchronize(stream));
+  expect_close(from_bf16(g.out.download()), want, "graph replay");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(CudaAttention, BadArgumentsAreRejected) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  Problem p = make_problem(rng, {8, 2, 64}, {1, 1}, {10, 20}, 1.0f);
+  GpuProblem g(p);
+  cuda::PagedAttentionArgs a = g.a;
+  a.head_dim = 32;
+  EXPECT_EQ(cuda::paged_decode_attention(a, 1, nullptr), cudaErrorInvalidValue);
+  a = g.a;
+  a.n_kv_heads = 3;
+  EXPECT_EQ(cuda::paged_prefill_attention(a, 1, 20, nullptr), cudaErrorInvalidValue);
+  a = g.a;
+  EXPECT_EQ(cuda::paged_decode_attention(a, 0, nullptr), cudaErrorInvalidValue);
+  a.workspace_bytes = 16;
+  EXPECT_EQ(cuda::paged_decode_attention(a, 4, nullptr), cudaErrorInvalidValue);
+  a = g.a;
+  a.num_tokens = 3;  // decode needs one row per sequence
+  EXPECT_EQ(cuda::paged_decode_attention(a, 1, nullptr), cudaErrorInvalidValue);
+  a = g.a;
+  a.kv_stride = 100;  // not a whole number of 16-byte vectors
+  EXPECT_EQ(cuda::write_kv_cache(a, nullptr), cudaErrorInvalidValue);
+  a = g.a;
+  a.prefill_rows_per_warp = 24;
+  EXPECT_EQ(cuda::paged_prefill_attention(a, 1, 20, nullptr), cudaErrorInvalidValue);
+}
+
+}  // namespace
+}  // namespace sy

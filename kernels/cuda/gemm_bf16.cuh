@@ -1,0 +1,57 @@
+// BF16 matrix products through cuBLASLt: y[m, n] = x[m, k] · w[n, k]ᵀ, row-major, bf16
+// inputs, fp32 accumulation, bf16 or fp32 output. One algorithm is chosen by cuBLASLt's
+// heuristic per (m, n, k, output type), once, and cached; the workspace is allocated
+// once, so calls can be captured in a CUDA graph.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+#include "kernels/cuda/device_buffer.cuh"
+
+namespace sy::cuda {
+
+enum class GemmOut { kBF16, kF32 };
+
+class GemmBf16 {
+ public:
+  GemmBf16() = default;
+  ~GemmBf16();
+  GemmBf16(const GemmBf16&) = delete;
+  GemmBf16& operator=(const GemmBf16&) = delete;
+
+  // Creates the cuBLASLt handle and the workspace (32 MiB is what Hopper's kernels use)
+  // on the current device.
+  cudaError_t init(size_t workspace_bytes = size_t{32} << 20);
+
+  // y = x · wᵀ. Returns cudaErrorNotSupported when cuBLASLt has no algorithm for the
+  // shape, another error when it fails; last_status() then holds cuBLASLt's status.
+  cudaError_t matmul_nt(const __nv_bfloat16* x, const __nv_bfloat16* w, void* y, GemmOut out,
+                        int64_t m, int64_t n, int64_t k, cudaStream_t stream);
+
+  cublasStatus_t last_status() const { return last_status_; }
+  size_t cached_plans() const { return plans_.size(); }
+
+ private:
+  struct Plan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  using Shape = std::tuple<int64_t, int64_t, int64_t, GemmOut>;
+
+  cudaError_t make_plan(const Shape& shape, Plan& plan);
+  static void destroy(Plan& plan);
+
+  cublasLtHandle_t handle_ = nullptr;
+  DeviceBuffer workspace_;
+  std::map<Shape, Plan> plans_;
+  cublasStatus_t last_status_ = CUBLAS_STATUS_SUCCESS;
+};
+
+}  // namespace sy::cuda

@@ -1,0 +1,36 @@
+#include "kernels/cuda/linear.cuh"
+#include "kernels/cuda/q8_0_dequant.cuh"
+
+namespace sy::cuda {
+
+cudaError_t Linear::init(size_t max_q8_0_elements) {
+  if (const cudaError_t e = gemm_.init(); e != cudaSuccess) return e;
+  return max_q8_0_elements ? scratch_.allocate(max_q8_0_elements * sizeof(__nv_bfloat16))
+                           : cudaSuccess;
+}
+
+cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m, void* y,
+                        GemmOut out, cudaStream_t stream) {
+  if (m == 0) return cudaSuccess;
+  if (!w.is_q8_0()) return gemm_.matmul_nt(x, w.bf16, y, out, m, w.n, w.k, stream);
+  if (m <= kQ8_0GemvMaxRows) {
+    Q8_0GemvArgs a;
+    a.w = w.q8_0;
+    a.x = x;
+    a.m = static_cast<int>(m);
+    if (out == GemmOut::kF32)
+      a.y_f32 = static_cast<float*>(y);
+    else
+      a.y_bf16 = static_cast<__nv_bfloat16*>(y);
+    return q8_0_gemv(a, stream);
+  }
+  if (static_cast<size_t>(w.n * w.k) * sizeof(__nv_bfloat16) > scratch_.bytes())
+    return cudaErrorInvalidValue;
+  Q8_0DequantArgs d;
+  d.w = w.q8_0;
+  d.out = scratch_.as<__nv_bfloat16>();
+  if (const cudaError_t e = q8_0_dequantize(d, stream); e != cudaSuccess) return e;
+  return gemm_.matmul_nt(x, d.out, y, out, m, w.n, w.k, stream);
+}
+
+}  // namespace sy::cuda

@@ -1,0 +1,43 @@
+// A model's linear layer on the GPU, whichever format its weight is kept in: bf16 goes
+// to the cuBLASLt GEMM; Q8_0 goes to the GEMV for up to kQ8_0GemvMaxRows rows (decode)
+// and is otherwise expanded to bf16 in a scratch buffer and multiplied by cuBLASLt.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/device_buffer.cuh"
+#include "kernels/cuda/gemm_bf16.cuh"
+#include "kernels/cuda/q8_0_gemv.cuh"
+
+namespace sy::cuda {
+
+// Weight [n, k] of y = x · Wᵀ: either bf16 or Q8_0.
+struct LinearWeight {
+  int64_t n = 0;
+  int64_t k = 0;
+  const __nv_bfloat16* bf16 = nullptr;  // [n, k], or null for Q8_0
+  Q8_0Matrix q8_0;                      // quants null for bf16
+  bool is_q8_0() const { return q8_0.quants != nullptr; }
+};
+
+class Linear {
+ public:
+  // max_q8_0_elements: the largest Q8_0 weight (n · k) that run() will expand; 0 when
+  // every weight is bf16.
+  cudaError_t init(size_t max_q8_0_elements);
+
+  // y[m, n] = x[m, k] · wᵀ, y bf16 or fp32 as `out` says.
+  cudaError_t run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m, void* y, GemmOut out,
+                  cudaStream_t stream);
+
+  GemmBf16& gemm() { return gemm_; }
+
+ private:
+  GemmBf16 gemm_;
+  DeviceBuffer scratch_;  // bf16 expansion of one Q8_0 weight
+};
+
+}  // namespace sy::cuda

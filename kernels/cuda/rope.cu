@@ -1,0 +1,46 @@
+#include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/rope.cuh"
+
+namespace sy::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+
+// One block per token; each thread takes pair i of every head, so its sin and cos are
+// computed once per token (sincosf without fast math: about 1 ulp, like the CPU's
+// double cos rounded to float).
+__global__ void rope_kernel(bf16* __restrict__ x, int64_t row_stride, int n_heads, int head_dim,
+                            int half, bool interleaved, const int32_t* __restrict__ positions,
+                            const float* __restrict__ inv_freq) {
+  const int64_t t = blockIdx.x;
+  const float pos = static_cast<float>(positions[t]);
+  bf16* row = x + t * row_stride;
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    const float angle = pos * inv_freq[i];
+    float s, c;
+    sincosf(angle, &s, &c);
+    const int ia = interleaved ? 2 * i : i;
+    const int ib = interleaved ? 2 * i + 1 : i + half;
+    for (int h = 0; h < n_heads; ++h) {
+      bf16* v = row + static_cast<int64_t>(h) * head_dim;
+      const float x0 = __bfloat162float(v[ia]), x1 = __bfloat162float(v[ib]);
+      v[ia] = __float2bfloat16(x0 * c - x1 * s);
+      v[ib] = __float2bfloat16(x1 * c + x0 * s);
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t rope(const RopeArgs& a, cudaStream_t stream) {
+  if (!a.x || !a.positions || !a.inv_freq || a.n_heads <= 0 || a.head_dim <= 0 || a.rot_dim <= 0 ||
+      a.rot_dim % 2 != 0 || a.rot_dim > a.head_dim || a.tokens < 0 || a.tokens > INT32_MAX)
+    return cudaErrorInvalidValue;
+  if (a.tokens == 0) return cudaSuccess;
+  rope_kernel<<<static_cast<unsigned>(a.tokens), kThreads, 0, stream>>>(
+      a.x, a.row_stride, a.n_heads, a.head_dim, a.rot_dim / 2,
+      a.layout == cpu::RopeLayout::kInterleaved, a.positions, a.inv_freq);
+  return launch_status();
+}
+
+}  // namespace sy::cuda

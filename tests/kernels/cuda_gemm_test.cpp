@@ -1,0 +1,147 @@
+// The cuBLASLt BF16 GEMM and the Q8_0 products against OpenBLAS sgemm (through
+// cpu::matmul_nt) on the same bf16-rounded or dequantized inputs.
+#include <gtest/gtest.h>
+
+#include "cuda_test_util.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cuda/linear.cuh"
+#include "kernels/cuda/q8_0_dequant.cuh"
+#include "worker/model/convert.h"
+
+namespace sy {
+namespace {
+
+using namespace sy::testing;
+using bf16 = __nv_bfloat16;
+
+// fp32 accumulation over k terms differs from OpenBLAS's order by about k · 2^-24
+// relative at worst; 1e-5 leaves room for k in the thousands.
+constexpr double kF32Tolerance = 1e-5;
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+TEST(CudaGemmBf16, MatchesSgemmOnBf16Inputs) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  cuda::GemmBf16 gemm;
+  SY_CUDA_OK(gemm.init());
+  for (const Shape s :
+       {Shape{1, 4096, 4096}, Shape{1, 151680, 32}, Shape{3, 1000, 64}, Shape{17, 333, 96},
+        Shape{64, 1024, 512}, Shape{200, 768, 1024}, Shape{5, 77, 37}, Shape{1, 7, 3}}) {
+    std::vector<float> x = normal_floats(rng, s.m * s.k), w = normal_floats(rng, s.n * s.k, 0.05f);
+    for (auto& v : x) v = round_bf16(v);
+    for (auto& v : w) v = round_bf16(v);
+    std::vector<float> want(s.m * s.n);
+    cpu::matmul_nt(x.data(), w.data(), want.data(), s.m, s.n, s.k);
+    DeviceArray<uint16_t> d_x(to_bf16(x)), d_w(to_bf16(w)), d_y16(s.m * s.n);
+    DeviceArray<float> d_y32(s.m * s.n);
+    d_y16.poison();
+    d_y32.poison();
+    SY_CUDA_OK(gemm.matmul_nt(d_x.as<bf16>(), d_w.as<bf16>(), d_y32.get(), cuda::GemmOut::kF32, s.m,
+                              s.n, s.k, nullptr));
+    SY_CUDA_OK(gemm.matmul_nt(d_x.as<bf16>(), d_w.as<bf16>(), d_y16.get(), cuda::GemmOut::kBF16,
+                              s.m, s.n, s.k, nullptr));
+    EXPECT_LT(relative_error(d_y32.download(), want), kF32Tolerance)
+        << s.m << "x" << s.n << "x" << s.k;
+    EXPECT_LT(relative_error(from_bf16(d_y16.download()), want), kBf16Rounding)
+        << s.m << "x" << s.n << "x" << s.k;
+  }
+  // The same shape again reuses its cached plan.
+  const size_t plans = gemm.cached_plans();
+  DeviceArray<uint16_t> x(64), w(64 * 64);
+  DeviceArray<float> y(64);
+  SY_CUDA_OK(
+      gemm.matmul_nt(x.as<bf16>(), w.as<bf16>(), y.get(), cuda::GemmOut::kF32, 1, 64, 64, nullptr));
+  SY_CUDA_OK(
+      gemm.matmul_nt(x.as<bf16>(), w.as<bf16>(), y.get(), cuda::GemmOut::kF32, 1, 64, 64, nullptr));
+  EXPECT_EQ(gemm.cached_plans(), plans + 1);
+}
+
+// A random Q8_0 matrix in GGUF blocks, split into the device layout.
+struct Q8Host {
+  std::vector<float> dequantized;  // [n, k] fp32, exactly scale · quant
+  std::vector<int8_t> quants;
+  std::vector<uint16_t> scales;
+};
+
+Q8Host random_q8_0(std::mt19937_64& rng, int64_t n, int64_t k) {
+  const std::vector<float> w = normal_floats(rng, n * k, 0.05f);
+  std::vector<BlockQ8_0> blocks(static_cast<size_t>(n * k / kQ8_0BlockSize));
+  quantize_q8_0(w.data(), blocks.data(), n * k);
+  Q8Host h;
+  h.dequantized.resize(w.size());
+  to_f32(DType::kQ8_0, blocks.data(), h.dequantized.data(), n * k);
+  for (const BlockQ8_0& b : blocks) {
+    h.scales.push_back(b.d);
+    h.quants.insert(h.quants.end(), b.qs, b.qs + kQ8_0BlockSize);
+  }
+  return h;
+}
+
+TEST(CudaQ8_0, GemvAndDequantizedGemmMatchSgemm) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  cuda::Linear linear;
+  const int64_t n = 1000,
+                k = 4096 + 96;  // k: a whole number of 32-blocks, not of the 512-wide warp step
+  SY_CUDA_OK(linear.init(static_cast<size_t>(n * k)));
+  const Q8Host q = random_q8_0(rng, n, k);
+  DeviceArray<int8_t> d_q(q.quants);
+  DeviceArray<uint16_t> d_s(q.scales);
+  cuda::LinearWeight w;
+  w.n = n;
+  w.k = k;
+  w.q8_0 = {d_q.get(), d_s.as<__half>(), n, k};
+  for (int64_t m : {1, 2, 5, 8, 9, 40}) {
+    std::vector<float> x = normal_floats(rng, m * k);
+    for (auto& v : x) v = round_bf16(v);
+    std::vector<float> want(m * n);
+    cpu::matmul_nt(x.data(), q.dequantized.data(), want.data(), m, n, k);
+    DeviceArray<uint16_t> d_x(to_bf16(x)), d_y16(m * n);
+    DeviceArray<float> d_y32(m * n);
+    d_y16.poison();
+    d_y32.poison();
+    SY_CUDA_OK(linear.run(w, d_x.as<bf16>(), m, d_y32.get(), cuda::GemmOut::kF32, nullptr));
+    SY_CUDA_OK(linear.run(w, d_x.as<bf16>(), m, d_y16.get(), cuda::GemmOut::kBF16, nullptr));
+    // Up to 8 rows the GEMV multiplies the exact weights; past that the weights are
+    // rounded to bf16 first (at most 2^-8 each, errors that mostly cancel in the sums).
+    const double tol = m <= cuda::kQ8_0GemvMaxRows ? kF32Tolerance : kBf16Rounding;
+    EXPECT_LT(relative_error(d_y32.download(), want), tol) << "m " << m;
+    EXPECT_LT(relative_error(from_bf16(d_y16.download()), want), tol + kBf16Rounding) << "m " << m;
+  }
+}
+
+TEST(CudaQ8_0, DequantizeIsScaleTimesQuantRoundedToBf16) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  const int64_t n = 37, k = 320;
+  const Q8Host q = random_q8_0(rng, n, k);
+  DeviceArray<int8_t> d_q(q.quants);
+  DeviceArray<uint16_t> d_s(q.scales), d_out(n * k);
+  d_out.poison();
+  SY_CUDA_OK(
+      cuda::q8_0_dequantize({{d_q.get(), d_s.as<__half>(), n, k}, d_out.as<bf16>()}, nullptr));
+  const std::vector<uint16_t> got = d_out.download();
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], f32_to_bf16(q.dequantized[i])) << i;
+}
+
+TEST(CudaQ8_0, RejectsBadShapes) {
+  SY_SKIP_WITHOUT_CUDA();
+  DeviceArray<int8_t> qd(64);
+  DeviceArray<uint16_t> sd(2), xd(64);
+  DeviceArray<float> yd(8);
+  cuda::Q8_0GemvArgs a;
+  a.w = {qd.get(), sd.as<__half>(), 1, 48};  // k not a multiple of 32
+  a.x = xd.as<bf16>();
+  a.m = 1;
+  a.y_f32 = yd.get();
+  EXPECT_EQ(cuda::q8_0_gemv(a, nullptr), cudaErrorInvalidValue);
+  a.w.k = 64;
+  a.m = 9;  // more rows than the GEMV takes
+  EXPECT_EQ(cuda::q8_0_gemv(a, nullptr), cudaErrorInvalidValue);
+}
+
+}  // namespace
+}  // namespace sy

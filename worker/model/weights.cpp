@@ -7,10 +7,11 @@
 namespace sy {
 namespace {
 
-// Tensor roles, named per format below.
-enum class Role { kEmbed, kOutNorm, kOutput, kAttnNorm, kQ, kK, kV, kQBias, kKBias, kVBias, kQNorm, kKNorm, kO, kFfnNorm, kGate, kUp, kDown };
+using Role = WeightRole;
 
-std::string tensor_name(ModelFormat fmt, Role r, int layer) {
+}  // namespace
+
+std::string weight_tensor_name(ModelFormat fmt, WeightRole r, int layer) {
   const std::string L = std::to_string(layer);
   if (fmt == ModelFormat::kGguf) {
     const std::string b = "blk." + L + ".";
@@ -57,20 +58,27 @@ std::string tensor_name(ModelFormat fmt, Role r, int layer) {
   return {};
 }
 
+const TensorInfo& find_weight(const ModelSource& src, WeightRole r, int layer, const std::vector<int64_t>& shape) {
+  const std::string name = weight_tensor_name(src.format(), r, layer);
+  const TensorInfo* t = src.find_tensor(name);
+  if (!t) throw ModelFileError(src.path() + ": missing tensor '" + name + "'");
+  if (t->shape != shape) {
+    TensorInfo want;
+    want.shape = shape;
+    throw ModelFileError(src.path() + ": tensor '" + name + "' has shape " + t->shape_string() + ", expected " + want.shape_string());
+  }
+  return *t;
+}
+
+namespace {
+
 class Loader {
  public:
   Loader(const ModelSource& src) : src_(src) {}
 
   // Appends the tensor, converted to float32, to `out` after checking its shape.
   void append(Role r, int layer, const std::vector<int64_t>& shape, std::vector<float>& out) const {
-    const std::string name = tensor_name(src_.format(), r, layer);
-    const TensorInfo* t = src_.find_tensor(name);
-    if (!t) throw ModelFileError(src_.path() + ": missing tensor '" + name + "'");
-    if (t->shape != shape) {
-      TensorInfo want;
-      want.shape = shape;
-      throw ModelFileError(src_.path() + ": tensor '" + name + "' has shape " + t->shape_string() + ", expected " + want.shape_string());
-    }
+    const TensorInfo* t = &find_weight(src_, r, layer, shape);
     const size_t base = out.size();
     const int64_t n = t->numel();
     out.resize(base + static_cast<size_t>(n));

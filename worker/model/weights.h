@@ -3,6 +3,7 @@
 // concatenated so that each is one GEMM.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "common/model_source.h"
@@ -21,6 +22,17 @@ struct LayerWeights {
   std::vector<float> w_gate_up;  // [2 ffn, hidden]: gate rows, then up
   std::vector<float> w_down;     // [hidden, ffn]
 };
+
+// Tensor roles, named per format by weight_tensor_name.
+enum class WeightRole { kEmbed, kOutNorm, kOutput, kAttnNorm, kQ, kK, kV, kQBias, kKBias, kVBias, kQNorm, kKNorm, kO, kFfnNorm, kGate, kUp, kDown };
+
+// The stored name of a role's tensor in `layer` (ignored for whole-model tensors).
+std::string weight_tensor_name(ModelFormat fmt, WeightRole r, int layer);
+
+// The tensor of a role, after checking its shape. Throws ModelFileError naming the
+// tensor when it is missing or has another shape. Backends that keep weights in their
+// stored format (the cuda backend's Q8_0 path) read them through this.
+const TensorInfo& find_weight(const ModelSource& src, WeightRole r, int layer, const std::vector<int64_t>& shape);
 
 struct ModelWeights {
   ModelConfig config;

@@ -18,6 +18,14 @@ struct BackendOptions {
   int32_t block_size = 16;
   int32_t num_kv_blocks = 0;  // 0: derive from kv_memory_bytes
   size_t kv_memory_bytes = size_t{2} << 30;
+  // cuda: with num_kv_blocks 0 and this > 0, the KV cache takes this fraction of the
+  // device memory still free after weights and buffers, instead of kv_memory_bytes.
+  double kv_free_memory_fraction = 0;
+  // cuda: decode steps of 1..max_num_seqs sequences replay a CUDA graph per batch size.
+  int32_t max_num_seqs = 16;
+  // cuda: tokens per step the activation buffers hold from the start (0: a default);
+  // larger steps grow them.
+  int32_t max_step_tokens = 0;
 };
 
 class Backend {
@@ -36,8 +44,9 @@ class Backend {
 // KV bytes per block for a model: layers × block_size × kv_dim × (K and V) × float32.
 size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size);
 
-// Creates the backend `name` ("cpu"; "cuda" where built). Throws std::runtime_error for
-// an unknown name, ModelFileError for a bad model.
+// Creates the backend `name`: "cpu", or where built "cuda" / "cuda:N" (device N, default
+// 0). Throws std::runtime_error for an unknown name or an unusable device,
+// ModelFileError for a bad model.
 std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSource& src, const ModelConfig& config,
                                         const BackendOptions& options);
 

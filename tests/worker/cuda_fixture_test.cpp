@@ -1,0 +1,167 @@
+// The cuda backend on every fixture model (../shared/fixtures): logits within bf16
+// tolerance of the goldens, greedy tokens equal to greedy_32 up to the first step whose
+// golden margin is below the measured error, and the same tokens alone, batched,
+// chunked and without graphs. Skips without a CUDA device.
+//
+// Tolerance: the goldens are float32 on the bf16 weights; this backend rounds every
+// activation that enters a GEMM to bf16 (at most 2^-8 relative each) and keeps the
+// residual stream and GEMM accumulation in fp32. The fixtures' logits are about
+// N(0, 0.6) with |logit| ≤ 3.3, so relative errors of ~1% in the last hidden state give
+// absolute errors of a few hundredths at worst: max |Δ| ≤ 0.05 and RMS ≤ 0.01 for the
+// bf16 models. Q8_0 adds its own quantization error (0.068 at worst on the CPU, see
+// fixture_util.h): 0.15 and 0.03.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fixture_util.h"
+#include "kernels/cuda_test_util.h"
+#include "worker/backend/backend.h"
+#include "worker/backend/cuda_backend.h"
+#include "worker/engine/generator.h"
+
+namespace sy {
+namespace {
+
+using testing::FixtureModel;
+
+std::unique_ptr<Backend> open_cuda(const ModelSource& src, int32_t max_num_seqs) {
+  BackendOptions opt;
+  opt.num_kv_blocks = 256;
+  opt.max_num_seqs = max_num_seqs;
+  return create_backend("cuda", src, ModelConfig::from_source(src), opt);
+}
+
+struct LogitsError {
+  float max_abs = 0;
+  double rms = 0;  // of the worst prompt
+};
+
+LogitsError logits_error(Backend& backend, const nlohmann::json& golden) {
+  Generator gen(backend);
+  LogitsError e;
+  for (const auto& p : golden["prompts"]) {
+    const std::vector<float> got =
+        gen.prompt_logits(p["ids"].get<std::vector<int32_t>>(), p["logits_positions"] == "all");
+    const std::vector<float> want =
+        testing::read_f32_file(testing::fixture_path(p["logits_file"].get<std::string>()));
+    EXPECT_EQ(got.size(), want.size()) << p["text"];
+    if (got.size() != want.size()) return {INFINITY, INFINITY};
+    double sum_sq = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (!std::isfinite(got[i])) {
+        ADD_FAILURE() << "logit " << i << " of prompt " << p["text"] << " is not finite";
+        return {INFINITY, INFINITY};
+      }
+      const float d = std::fabs(got[i] - want[i]);
+      e.max_abs = std::max(e.max_abs, d);
+      sum_sq += static_cast<double>(d) * d;
+    }
+    e.rms = std::max(e.rms, std::sqrt(sum_sq / static_cast<double>(got.size())));
+  }
+  return e;
+}
+
+// Steps of prompt i's golden greedy run before the first whose top-1/top-2 margin is at
+// most 2·err (both logits may move by err in opposite directions there).
+size_t decided_steps(const nlohmann::json& prompt, float err) {
+  const auto margins = prompt["greedy_top2_margins"].get<std::vector<float>>();
+  size_t n = 0;
+  while (n < margins.size() && margins[n] > 2 * err) ++n;
+  return n;
+}
+
+std::vector<int32_t> head(const std::vector<int32_t>& v, size_t n) {
+  return {v.begin(), v.begin() + static_cast<ptrdiff_t>(std::min(n, v.size()))};
+}
+
+float max_abs_tolerance(const FixtureModel& m) {
+  return m.same_weights ? 0.05f : 0.15f;
+}
+double rms_tolerance(const FixtureModel& m) {
+  return m.same_weights ? 0.01 : 0.03;
+}
+
+class CudaFixture : public ::testing::TestWithParam<FixtureModel> {
+ protected:
+  void SetUp() override {
+    SY_SKIP_WITHOUT_CUDA();
+    src_ = ModelSource::open(testing::fixture_path(GetParam().path));
+    golden_ = testing::load_golden(GetParam().fixture);
+  }
+  std::unique_ptr<ModelSource> src_;
+  nlohmann::json golden_;
+};
+
+std::string param_name(const ::testing::TestParamInfo<FixtureModel>& info) {
+  std::string n = info.param.path;
+  for (char& ch : n)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
+
+TEST_P(CudaFixture, LogitsWithinBf16ToleranceOfGolden) {
+  auto backend = open_cuda(*src_, 16);
+  const LogitsError e = logits_error(*backend, golden_);
+  std::printf("%s: max |logit - golden| %.4g, worst prompt RMS %.4g\n", GetParam().path.c_str(),
+              e.max_abs, e.rms);
+  RecordProperty("max_abs_diff", std::to_string(e.max_abs));
+  RecordProperty("rms_diff", std::to_string(e.rms));
+  EXPECT_LE(e.max_abs, max_abs_tolerance(GetParam()));
+  EXPECT_LE(e.rms, rms_tolerance(GetParam()));
+}
+
+class CudaSameWeightsFixture : public CudaFixture {};
+
+TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
+  auto backend = open_cuda(*src_, 16);
+  const float err = logits_error(*backend, golden_).max_abs;
+  std::vector<GenerateRequest> reqs;
+  for (const auto& p : golden_["prompts"]) {
+    GenerateRequest r;
+    r.prompt = p["ids"].get<std::vector<int32_t>>();
+    r.max_tokens = 32;
+    reqs.push_back(r);
+  }
+  Generator gen(*backend);
+  std::vector<std::vector<int32_t>> alone;
+  size_t compared = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    alone.push_back(gen.generate({reqs[i]})[0].tokens);
+    const size_t n = decided_steps(golden_["prompts"][i], err);
+    compared += n;
+    EXPECT_EQ(head(alone.back(), n),
+              head(golden_["prompts"][i]["greedy_32"].get<std::vector<int32_t>>(), n))
+        << "prompt " << i << ", first " << n << " tokens (margin above " << 2 * err << ")";
+  }
+  std::printf("%s: %zu of %zu greedy tokens decided by a margin above 2 x %.4g\n",
+              GetParam().path.c_str(), compared, 32 * reqs.size(), err);
+  // Decode steps went through graphs: batch 1 at least.
+  EXPECT_GE(dynamic_cast<CudaBackend&>(*backend).graphs_captured(), 1u);
+
+  // In a batch of five (graph of 5), chunked (mixed prefill and decode, eager), and with
+  // no graph for five (max_num_seqs 1: eager decode). Rows of a batch are computed by
+  // other kernel shapes, so they agree up to the same margin rule.
+  const auto batched = gen.generate(reqs);
+  Generator chunked_gen(*backend, 2);
+  const auto chunked = chunked_gen.generate(reqs);
+  auto eager_backend = open_cuda(*src_, 1);
+  Generator eager_gen(*eager_backend);
+  const auto eager = eager_gen.generate(reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const size_t n = decided_steps(golden_["prompts"][i], err);
+    EXPECT_EQ(head(batched[i].tokens, n), head(alone[i], n))
+        << "prompt " << i << " in a batch of 5";
+    EXPECT_EQ(head(chunked[i].tokens, n), head(alone[i], n)) << "prompt " << i << " chunked";
+    // Same kernels and shapes as the graph replay of the batch: identical.
+    EXPECT_EQ(eager[i].tokens, batched[i].tokens) << "prompt " << i << " eager batch of 5";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(testing::all_fixture_models()),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaSameWeightsFixture,
+                         ::testing::ValuesIn(testing::same_weight_fixture_models()), param_name);
+
+}  // namespace
+}  // namespace sy

@@ -1,0 +1,265 @@
+#include "worker/backend/cuda_backend.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "common/check.h"
+#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/embedding.cuh"
+
+namespace sy {
+namespace {
+
+// The step buffers hold at least this many tokens from the start.
+constexpr int32_t kMinTokenCapacity = 256;
+// Rows of logits computed per LM-head GEMM in an eager step (a decode graph computes
+// all of its rows at once; the buffer holds at least max_num_seqs rows).
+constexpr int32_t kMinLogitsRows = 64;
+
+void throw_cuda(cudaError_t e, const std::string& what) {
+  throw std::runtime_error("cuda backend: " + what + ": " + cudaGetErrorString(e));
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
+                         const BackendOptions& options, int device)
+    : config_(config),
+      device_(device),
+      block_size_(options.block_size),
+      max_num_seqs_(std::max(options.max_num_seqs, 1)) {
+  if (block_size_ <= 0 || block_size_ > 1024)
+    throw std::invalid_argument("block size must be in 1..1024");
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+    throw std::runtime_error("cuda backend: no CUDA device found");
+  if (device < 0 || device >= devices)
+    throw std::runtime_error("cuda backend: device " + std::to_string(device) +
+                             " does not exist (" + std::to_string(devices) + " found)");
+  check(cudaSetDevice(device), "selecting the device");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "reading device properties");
+  num_sms_ = prop.multiProcessorCount;
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
+
+  weights_ = CudaModelWeights::upload(src, config);
+  check(linear_.init(weights_.max_q8_0_elements), "creating the cuBLASLt handle and Q8_0 scratch");
+  logits_capacity_ = std::max(max_num_seqs_, kMinLogitsRows);
+  check(rows_h_.allocate(static_cast<size_t>(logits_capacity_) * config.hidden * 2),
+        "allocating logits rows");
+  check(logits_.allocate(static_cast<size_t>(logits_capacity_) * config.vocab * sizeof(float)),
+        "allocating logits");
+  ensure_capacity(std::max({options.max_step_tokens, max_num_seqs_, kMinTokenCapacity}), 0);
+
+  // KV cache: bf16 K and V of every layer, from what is left.
+  const size_t per_block = static_cast<size_t>(config.n_layers) * block_size_ * config.kv_dim() *
+                           2 * sizeof(__nv_bfloat16);
+  size_t budget = options.kv_memory_bytes;
+  if (options.num_kv_blocks > 0) {
+    budget = static_cast<size_t>(options.num_kv_blocks) * per_block;
+  } else if (options.kv_free_memory_fraction > 0) {
+    size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "reading free memory");
+    budget = static_cast<size_t>(static_cast<double>(free) *
+                                 std::min(options.kv_free_memory_fraction, 1.0));
+  }
+  num_blocks_ = static_cast<int32_t>(std::min<size_t>(budget / per_block, INT32_MAX));
+  if (num_blocks_ <= 0) throw std::invalid_argument("KV memory budget holds no block");
+  layer_kv_elements_ = static_cast<size_t>(num_blocks_) * block_size_ * config.kv_dim();
+  check(kv_.allocate(static_cast<size_t>(num_blocks_) * per_block), "allocating the KV cache");
+  // Zeroed once: a kernel that loads a whole tile past a sequence's end multiplies the
+  // stale values by zero weights, and 0 · NaN would not be zero.
+  check(cudaMemset(kv_.get(), 0, kv_.bytes()), "clearing the KV cache");
+  // Room for the block lists of a full cache, now that its size is known.
+  ensure_capacity(token_capacity_, static_cast<size_t>(num_blocks_) + token_capacity_);
+  // The uploads and the clear ran outside stream_, which does not wait for them.
+  check(cudaDeviceSynchronize(), "uploading the model");
+  std::fprintf(stderr,
+               "cuda backend: device %d (%s, %d SMs): weights %.2f GiB, KV cache %d blocks (%.2f "
+               "GiB), decode graphs for 1..%d sequences\n",
+               device, prop.name, num_sms_, static_cast<double>(weights_.device_bytes) / (1 << 30),
+               num_blocks_, static_cast<double>(kv_.bytes()) / (1 << 30), max_num_seqs_);
+}
+
+CudaBackend::~CudaBackend() {
+  cudaSetDevice(device_);
+  drop_graphs();
+  if (plan_host_) cudaFreeHost(plan_host_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  if (capturing_) {  // leave the stream usable before reporting
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(stream_, &g);
+    if (g) cudaGraphDestroy(g);
+    capturing_ = false;
+  }
+  std::string msg = what;
+  if (linear_.gemm().last_status() != CUBLAS_STATUS_SUCCESS)
+    msg +=
+        std::string(" (cuBLASLt: ") + cublasLtGetStatusString(linear_.gemm().last_status()) + ")";
+  throw_cuda(e, msg);
+}
+
+void CudaBackend::drop_graphs() {
+  for (auto& [n, exec] : graphs_) cudaGraphExecDestroy(exec);
+  graphs_.clear();
+}
+
+CudaBackend::PlanLayout CudaBackend::plan_layout() const {
+  const auto C = static_cast<size_t>(token_capacity_);
+  PlanLayout p{};
+  p.tokens = 0;
+  p.positions = C;
+  p.cu_seqlens = 2 * C;
+  p.kv_indptr = 3 * C + 1;
+  p.kv_last_block_len = 4 * C + 2;
+  p.logits_rows = 5 * C + 2;
+  p.kv_indices = 6 * C + 2;
+  p.total = p.kv_indices + index_capacity_;
+  return p;
+}
+
+// Grows the step buffers; the graphs captured on the old ones are dropped.
+void CudaBackend::ensure_capacity(int32_t tokens, size_t indices) {
+  if (tokens <= token_capacity_ && indices <= index_capacity_ && plan_host_) return;
+  check(cudaStreamSynchronize(stream_), "finishing the last step");
+  drop_graphs();
+  token_capacity_ = std::max(token_capacity_, tokens);
+  index_capacity_ = std::max({index_capacity_ * 2, indices,
+                              static_cast<size_t>(num_blocks_) + token_capacity_, size_t{1024}});
+  const auto C = static_cast<size_t>(token_capacity_);
+  const ModelConfig& c = config_;
+  const size_t qkv = static_cast<size_t>(c.q_dim() + 2 * c.kv_dim());
+  check(x_.allocate(C * c.hidden * sizeof(float)), "allocating the residual stream");
+  check(delta_.allocate(C * c.hidden * sizeof(float)), "allocating activations");
+  check(h_.allocate(C * c.hidden * 2), "allocating activations");
+  check(qkv_.allocate(C * qkv * 2), "allocating activations");
+  check(attn_.allocate(C * c.q_dim() * 2), "allocating activations");
+  check(gate_up_.allocate(C * 2 * c.ffn * 2), "allocating activations");
+  check(act_.allocate(C * c.ffn * 2), "allocating activations");
+  max_splits_ = 1;
+  for (int32_t b = 1; b <= token_capacity_; ++b)
+    max_splits_ = std::max(max_splits_, cuda::decode_num_splits(b, c.n_kv_heads, num_sms_));
+  check(attn_workspace_.allocate(
+            cuda::attention_workspace_bytes(token_capacity_, c.n_heads, c.head_dim, max_splits_)),
+        "allocating the attention workspace");
+  const PlanLayout p = plan_layout();
+  check(plan_.allocate(p.total * sizeof(int32_t)), "allocating the plan arrays");
+  if (plan_host_) cudaFreeHost(plan_host_);
+  plan_host_ = nullptr;
+  check(cudaMallocHost(&plan_host_, p.total * sizeof(int32_t)), "allocating pinned plan arrays");
+}
+
+void CudaBackend::upload_plan(const BatchPlan& plan) {
+  const PlanLayout p = plan_layout();
+  auto put = [&](size_t offset, const std::vector<int32_t>& v) {
+    std::memcpy(plan_host_ + offset, v.data(), v.size() * sizeof(int32_t));
+  };
+  put(p.tokens, plan.token_ids);
+  put(p.positions, plan.positions);
+  put(p.cu_seqlens, plan.cu_seqlens);
+  put(p.kv_indptr, plan.kv_indptr);
+  put(p.kv_last_block_len, plan.kv_last_block_len);
+  put(p.logits_rows, plan.logits_rows);
+  put(p.kv_indices, plan.kv_indices);
+  const size_t used = p.kv_indices + plan.kv_indices.size();
+  check(cudaMemcpyAsync(plan_.get(), plan_host_, used * sizeof(int32_t), cudaMemcpyHostToDevice,
+                        stream_),
+        "uploading the plan");
+}
+
+CudaBackend::Step CudaBackend::analyze(const BatchPlan& plan, int32_t block_size) {
+  Step s;
+  s.tokens = plan.num_tokens();
+  s.seqs = plan.num_seqs();
+  s.decode = s.seqs == s.tokens && s.seqs > 0;
+  const PagedKvTable table = plan.kv_table(block_size);
+  for (int32_t i = 0; i < s.seqs; ++i) {
+    const int32_t q_len = plan.cu_seqlens[i + 1] - plan.cu_seqlens[i];
+    const auto ctx = static_cast<int32_t>(table.context_len(i));
+    s.max_q_len = std::max(s.max_q_len, q_len);
+    s.max_context = std::max(s.max_context, ctx);
+    if (q_len != 1 || plan.positions[plan.cu_seqlens[i]] != ctx - 1) s.decode = false;
+  }
+  return s;
+}
+
+void CudaBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
+  const std::string bad = plan.validate(block_size_, num_blocks_, config_.vocab);
+  SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
+  const int64_t V = config_.vocab;
+  const auto R = static_cast<int64_t>(plan.logits_rows.size());
+  logits.resize(static_cast<size_t>(R * V));
+  const Step step = analyze(plan, block_size_);
+  if (step.tokens == 0) return;
+  check(cudaSetDevice(device_), "selecting the device");
+  ensure_capacity(step.tokens, plan.kv_indices.size());
+  upload_plan(plan);
+  const auto* logits_dev = logits_.as<float>();
+  if (step.decode && step.tokens <= max_num_seqs_) {
+    run_graph(step);  // logits of every row, in row order
+    bool in_order = R == step.tokens;
+    for (int64_t i = 0; in_order && i < R; ++i)
+      in_order = plan.logits_rows[static_cast<size_t>(i)] == i;
+    if (in_order) {
+      check(cudaMemcpyAsync(logits.data(), logits_dev, static_cast<size_t>(R * V) * sizeof(float),
+                            cudaMemcpyDeviceToHost, stream_),
+            "copying logits");
+    } else {
+      for (int64_t i = 0; i < R; ++i)
+        check(cudaMemcpyAsync(
+                  logits.data() + i * V,
+                  logits_dev + static_cast<int64_t>(plan.logits_rows[static_cast<size_t>(i)]) * V,
+                  static_cast<size_t>(V) * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+              "copying logits");
+    }
+  } else {
+    enqueue_layers(step);
+    // The wanted rows of the normalized output, in chunks through the LM head.
+    const PlanLayout p = plan_layout();
+    for (int64_t r0 = 0; r0 < R; r0 += logits_capacity_) {
+      const int64_t n = std::min<int64_t>(logits_capacity_, R - r0);
+      cuda::GatherRowsArgs g;
+      g.table = h_.as<__nv_bfloat16>();
+      g.table_rows = step.tokens;
+      g.cols = config_.hidden;
+      g.ids = plan_.as<int32_t>() + p.logits_rows + r0;
+      g.rows = n;
+      g.out_bf16 = rows_h_.as<__nv_bfloat16>();
+      check(cuda::gather_rows(g, stream_), "gathering logits rows");
+      enqueue_lm_head(rows_h_.as<__nv_bfloat16>(), n);
+      check(cudaMemcpyAsync(logits.data() + r0 * V, logits_dev,
+                            static_cast<size_t>(n * V) * sizeof(float), cudaMemcpyDeviceToHost,
+                            stream_),
+            "copying logits");
+    }
+  }
+  check(cudaStreamSynchronize(stream_), "running the step");
+}
+
+void CudaBackend::run_graph(const Step& step) {
+  auto it = graphs_.find(step.tokens);
+  if (it == graphs_.end()) {
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+          "starting a graph capture");
+    capturing_ = true;
+    enqueue_layers(step);
+    enqueue_lm_head(h_.as<__nv_bfloat16>(), step.tokens);
+    cudaGraph_t graph = nullptr;
+    capturing_ = false;
+    check(cudaStreamEndCapture(stream_, &graph), "capturing the decode step");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    check(e, "instantiating the decode graph");
+    it = graphs_.emplace(step.tokens, exec).first;
+  }
+  check(cudaGraphLaunch(it->second, stream_), "replaying the decode graph");
+}
+
+}  // namespace sy

@@ -1,0 +1,93 @@
+// The cuda backend: executes the same BatchPlan as the CPU backend on one GPU. Weights
+// in bf16 (Q8_0 files keep Q8_0), an fp32 residual stream, bf16 activations between
+// kernels, GEMMs through cuBLASLt, a bf16 paged KV cache in device memory read by
+// kernels/cuda/attention.cuh, logits back as fp32.
+//
+// Decode steps (every sequence one token at the end of its context) of 1..max_num_seqs
+// sequences replay a CUDA graph captured on first use per batch size: the step buffers
+// sit at fixed addresses sized for the largest step, the plan arrays are copied into
+// them before each replay, and the attention kernels read context lengths on the
+// device. Other steps (prefill, mixed) run eagerly. Not thread-safe: one thread calls
+// forward() (the engine thread), as for every backend.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+
+#include "kernels/cuda/device_buffer.cuh"
+#include "kernels/cuda/linear.cuh"
+#include "worker/backend/backend.h"
+#include "worker/backend/cuda_weights.h"
+
+namespace sy {
+
+class CudaBackend : public Backend {
+ public:
+  // Throws std::runtime_error when the device is missing or refuses the memory,
+  // ModelFileError for a bad model.
+  CudaBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options,
+              int device);
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  const ModelConfig& config() const override { return config_; }
+  int32_t block_size() const override { return block_size_; }
+  int32_t num_kv_blocks() const override { return num_blocks_; }
+  void forward(const BatchPlan& plan, std::vector<float>& logits) override;
+
+  // Decode batch sizes replayed from a captured graph so far.
+  size_t graphs_captured() const { return graphs_.size(); }
+
+ private:
+  // What the host knows about a step before launching it.
+  struct Step {
+    int32_t tokens = 0;
+    int32_t seqs = 0;
+    bool decode = false;  // every sequence runs one token at the end of its context
+    int32_t max_q_len = 0;
+    int32_t max_context = 0;
+  };
+  // Offsets (in int32 elements) of the plan arrays inside plan_ and plan_host_.
+  struct PlanLayout {
+    size_t tokens, positions, cu_seqlens, kv_indptr, kv_last_block_len, logits_rows, kv_indices,
+        total;
+  };
+
+  static Step analyze(const BatchPlan& plan, int32_t block_size);
+  PlanLayout plan_layout() const;
+  void ensure_capacity(int32_t tokens, size_t indices);
+  void upload_plan(const BatchPlan& plan);
+  void enqueue_layers(const Step& step);
+  void enqueue_lm_head(const __nv_bfloat16* rows, int64_t n);
+  void run_graph(const Step& step);
+  void drop_graphs();
+  void check(cudaError_t e, const char* what);
+
+  ModelConfig config_;
+  int device_;
+  int num_sms_ = 0;
+  int32_t block_size_;
+  int32_t num_blocks_ = 0;
+  int32_t max_num_seqs_;
+  cudaStream_t stream_ = nullptr;
+  CudaModelWeights weights_;
+  cuda::Linear linear_;
+  cuda::DeviceBuffer kv_;  // per layer: K [num_blocks, n_kv_heads, block_size, head_dim], then V
+  size_t layer_kv_elements_ = 0;
+
+  // Step buffers, sized for token_capacity_ tokens (kv_indices for index_capacity_).
+  int32_t token_capacity_ = 0;
+  size_t index_capacity_ = 0;
+  int32_t logits_capacity_ = 0;  // rows of logits_ (≥ max_num_seqs: a decode graph's rows)
+  cuda::DeviceBuffer x_, delta_, h_, qkv_, attn_, gate_up_, act_, rows_h_, logits_, attn_workspace_,
+      plan_;
+  int32_t* plan_host_ = nullptr;  // pinned mirror of plan_
+  int max_splits_ = 1;
+
+  std::map<int32_t, cudaGraphExec_t> graphs_;  // decode batch size → replayable step
+  bool capturing_ = false;
+};
+
+}  // namespace sy

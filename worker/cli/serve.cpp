@@ -79,6 +79,12 @@ int run_serve(const std::vector<std::string>& argv) {
     if (!(gb > 0) || gb > 1e6) throw UsageError("--kv-memory-gb must be positive");
     bo.kv_memory_bytes = static_cast<size_t>(gb * double(1 << 30));
   }
+  // --device cuda[:N]: decode graphs for every batch the scheduler can form, step buffers
+  // for one prefill chunk plus the decodes, and without a KV flag 90% of the device
+  // memory left after the weights for the KV cache.
+  bo.max_num_seqs = static_cast<int32_t>(max_num_seqs);
+  bo.max_step_tokens = static_cast<int32_t>(prefill_chunk + max_num_seqs);
+  if (!a.has("kv-blocks") && !a.has("kv-memory-gb")) bo.kv_free_memory_fraction = 0.9;
   const std::string model_path = a.get("model");
   const std::string host = a.get_or("host", "127.0.0.1");
 

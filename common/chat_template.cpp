@@ -1,5 +1,6 @@
 #include "common/chat_template.h"
 
+#include <cstdio>
 #include <stdexcept>
 
 #include "common/error.h"
@@ -104,6 +105,16 @@ std::string ChatTemplate::render(const nlohmann::json& messages, bool add_genera
                                  const nlohmann::json& kwargs) const {
   return render(nlohmann::ordered_json(messages), add_generation_prompt,
                 nlohmann::ordered_json(kwargs));
+}
+
+std::shared_ptr<const ChatTemplate> chat_template_or_null(const ModelSource& m, const std::string& bos_token,
+                                                          const std::string& eos_token) {
+  try {
+    return std::make_shared<ChatTemplate>(ChatTemplate::from_model(m, bos_token, eos_token));
+  } catch (const ModelFileError& e) {
+    std::fprintf(stderr, "warning: %s; /v1/chat/completions will refuse requests\n", e.what());
+    return nullptr;
+  }
 }
 
 }  // namespace sy

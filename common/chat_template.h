@@ -7,6 +7,7 @@
 // (e.g. enable_thinking), which may override bos_token/eos_token.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -56,5 +57,10 @@ class ChatTemplate {
   jinja::Template template_;
   std::string family_;
 };
+
+// The model's template, or null with a warning on stderr when it has none (chat requests
+// are then refused). Servers load it this way; other model file errors still throw.
+std::shared_ptr<const ChatTemplate> chat_template_or_null(const ModelSource& m, const std::string& bos_token,
+                                                          const std::string& eos_token);
 
 }  // namespace sy

@@ -8,6 +8,12 @@
 
 namespace sy {
 
+std::string default_model_name(const std::string& path) {
+  std::filesystem::path p(path);
+  if (p.filename().empty()) p = p.parent_path();  // "dir/"
+  return p.extension() == ".gguf" ? p.stem().string() : p.filename().string();
+}
+
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ModelFileError(path + ": cannot open");

@@ -54,6 +54,10 @@ class ModelSource {
   mutable std::unique_ptr<SafetensorsDir> safetensors_;
 };
 
+// The name a model is served under unless one is given: a GGUF file's stem, a
+// directory's name ("models/qwen3-0.6b.gguf" → "qwen3-0.6b", "models/Qwen3/" → "Qwen3").
+std::string default_model_name(const std::string& path);
+
 // Reads a JSON file; throws ModelFileError naming the file on a parse error.
 nlohmann::json read_json_file(const std::string& path);
 

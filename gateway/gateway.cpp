@@ -10,10 +10,11 @@
 #include <thread>
 
 #include "common/model_identity.h"
+#include "common/model_limits.h"
 #include "common/model_source.h"
+#include "common/protocol/internal_api.h"
 #include "common/protocol/prompt.h"
 #include "gateway/dashboard.h"
-#include "gateway/model_limits.h"
 #include "policy/block_hash.h"
 
 namespace sy::gateway {
@@ -128,10 +129,7 @@ void Gateway::add_admin_routes(http::Router& r) {
 }
 
 void Gateway::handle_models(std::shared_ptr<http::Exchange> ex) {
-  nlohmann::json j = {{"object", "list"},
-                      {"data", {{{"id", config_.served_model_name}, {"object", "model"}, {"created", unix_seconds()}, {"owned_by", "switchyard"},
-                                 {"max_model_len", limits_.context_length}}}}};
-  ex->respond_json(http::Status::ok, j.dump());
+  ex->respond_json(http::Status::ok, models_list_json({config_.served_model_name}, unix_seconds(), limits_.context_length));
 }
 
 void Gateway::handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex) {

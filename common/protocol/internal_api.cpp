@@ -1,5 +1,6 @@
 #include "common/protocol/internal_api.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace sy {
@@ -60,6 +61,30 @@ std::optional<ApiError> parse_internal_generate(std::string_view body,
   if (!r.ok()) return r.error();
   if (const std::string bad = out.sampling.validate(); !bad.empty())
     return ApiError::bad_request(bad, sampling_error_field(bad));
+  return std::nullopt;
+}
+
+std::optional<ApiError> check_internal_generate(const InternalGenerateRequest& r,
+                                                const ModelLimits& limits) {
+  for (auto [ids, field] : {std::pair{&r.prompt_ids, "prompt_ids"},
+                            {&r.resume_ids, "resume_ids"},
+                            {&r.sampling.stop_token_ids, "stop_token_ids"}})
+    for (size_t i = 0; i < ids->size(); ++i)
+      if ((*ids)[i] >= limits.vocab_size)
+        return ApiError::bad_request(std::string(field) + "[" + std::to_string(i) + "] = " +
+                                         std::to_string((*ids)[i]) +
+                                         " is outside the vocabulary [0, " +
+                                         std::to_string(limits.vocab_size) + ")",
+                                     field);
+  const int64_t total =
+      static_cast<int64_t>(r.prompt_ids.size()) +
+      std::max<int64_t>(r.sampling.max_tokens, static_cast<int64_t>(r.resume_ids.size()));
+  if (total > limits.context_length)
+    return ApiError::bad_request(
+        "prompt_ids (" + std::to_string(r.prompt_ids.size()) + ") plus max_tokens (" +
+            std::to_string(r.sampling.max_tokens) + ") exceed the context of " +
+            std::to_string(limits.context_length) + " tokens",
+        "max_tokens", "context_length_exceeded");
   return std::nullopt;
 }
 
@@ -193,6 +218,38 @@ std::optional<ApiError> parse_kv_event(std::string_view data, KvEventWire& out) 
     out.hashes.push_back(h.get<uint64_t>());
   }
   return std::nullopt;
+}
+
+std::string worker_readiness_json(const WorkerReadiness& r) {
+  Json j;
+  j["ready"] = r.ready;
+  j["boot_id"] = r.boot_id;
+  j["pid"] = r.pid;
+  j["block_size"] = r.block_size;
+  j["max_num_seqs"] = r.max_num_seqs;
+  j["model"] = r.model;
+  j["model_fingerprint"] = r.model_fingerprint;
+  j["max_model_len"] = r.max_model_len;
+  j["kv_blocks_total"] = r.kv_blocks_total;
+  return dump_json(j);
+}
+
+std::string models_list_json(const std::vector<std::string>& names, int64_t created,
+                             int32_t max_model_len) {
+  Json data = Json::array();
+  for (const std::string& name : names) {
+    Json m;
+    m["id"] = name;
+    m["object"] = "model";
+    m["created"] = created;
+    m["owned_by"] = "switchyard";
+    m["max_model_len"] = max_model_len;
+    data.push_back(std::move(m));
+  }
+  Json j;
+  j["object"] = "list";
+  j["data"] = std::move(data);
+  return dump_json(j);
 }
 
 }  // namespace sy

@@ -32,6 +32,11 @@ struct InternalGenerateRequest {
 std::optional<ApiError> parse_internal_generate(std::string_view body,
                                                 InternalGenerateRequest& out);
 std::string internal_generate_body(const InternalGenerateRequest& r);
+// The worker's checks against its model: prompt, resume and stop token ids in
+// [0, vocab), and prompt + max(max_tokens, resume ids) within the context
+// (400 context_length_exceeded).
+std::optional<ApiError> check_internal_generate(const InternalGenerateRequest& r,
+                                                const ModelLimits& limits);
 
 struct InternalTokenLogprob {
   float logprob = 0;
@@ -69,5 +74,24 @@ struct KvEventWire {
 };
 std::string kv_event_data(const KvEventWire& e);  // "data: {...}\n\n"
 std::optional<ApiError> parse_kv_event(std::string_view data, KvEventWire& out);
+
+// GET /ready (200 when ready, else 503, with this body either way). A supervisor trusts
+// readiness only with the boot id it gave the worker.
+struct WorkerReadiness {
+  bool ready = false;
+  std::string boot_id;
+  int64_t pid = 0;
+  int32_t block_size = 0;
+  int32_t max_num_seqs = 0;
+  std::string model;  // the served name
+  uint64_t model_fingerprint = 0;
+  int32_t max_model_len = 0;
+  int64_t kv_blocks_total = 0;
+};
+std::string worker_readiness_json(const WorkerReadiness& r);
+
+// GET /v1/models: the served names (created: unix seconds).
+std::string models_list_json(const std::vector<std::string>& names, int64_t created,
+                             int32_t max_model_len);
 
 }  // namespace sy

@@ -38,8 +38,10 @@ using tcp = net::ip::tcp;
 
 class WorkerProcess {
  public:
-  // Starts `switchyard-worker serve --port 0 <args>` and waits for its URL line.
-  explicit WorkerProcess(const std::vector<std::string>& args) {
+  // Starts `switchyard-worker serve --port 0 <args>` (or another program that takes its
+  // flags, such as switchyard-simworker) and waits for its URL line.
+  explicit WorkerProcess(const std::vector<std::string>& args,
+                         const std::string& binary = std::string(SY_BIN_DIR) + "/switchyard-worker") {
     int out[2];
     if (::pipe(out) != 0) return;
     pid_ = ::fork();
@@ -49,7 +51,7 @@ class WorkerProcess {
       if (!std::getenv("SY_TEST_WORKER_STDERR")) ::dup2(devnull, 2);
       ::close(out[0]);
       ::close(out[1]);
-      std::vector<std::string> all = {std::string(SY_BIN_DIR) + "/switchyard-worker",
+      std::vector<std::string> all = {binary,
                                       "serve",
                                       "--port",
                                       "0",

@@ -6,7 +6,7 @@
 
 #include "common/check.h"
 #include "worker/engine/block_allocator.h"
-#include "worker/engine/kv_cache_manager.h"
+#include "common/kv_cache/kv_cache_manager.h"
 #include "worker/engine/output_processor.h"
 #include "worker/engine/sampler.h"
 #include "worker/engine/scheduler.h"

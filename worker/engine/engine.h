@@ -20,7 +20,8 @@
 
 #include "common/tokenizer/tokenizer.h"
 #include "worker/backend/backend.h"
-#include "worker/engine/kv_events.h"
+#include "common/kv_cache/kv_events.h"
+#include "common/worker_metrics.h"
 #include "worker/engine/request.h"
 
 namespace sy {
@@ -30,21 +31,6 @@ struct EngineOptions {
   int32_t prefill_chunk = 256;  // prompt tokens per step, over all sequences (decodes extra)
   uint64_t model_fingerprint = 0;  // h_{-1} of the prefix block hashes
   bool prefix_caching = true;
-};
-
-// Counters and gauges for /metrics, updated by the engine thread.
-struct EngineStats {
-  std::atomic<int64_t> requests_running{0};
-  std::atomic<int64_t> requests_waiting{0};
-  std::atomic<int64_t> kv_blocks_used{0};
-  std::atomic<int64_t> kv_blocks_total{0};
-  std::atomic<int64_t> prefix_cache_hit_tokens_total{0};
-  std::atomic<int64_t> prompt_tokens_total{0};
-  std::atomic<int64_t> generation_tokens_total{0};
-  std::atomic<int64_t> requests_finished_total{0};
-  std::atomic<int64_t> requests_aborted_total{0};
-  std::atomic<int64_t> preemptions_total{0};
-  std::atomic<int64_t> steps_total{0};
 };
 
 // Latency observations (seconds), delivered to whoever records histograms.
@@ -73,7 +59,7 @@ class Engine {
   // of the next step. Unknown ids are ignored.
   void cancel(const std::string& request_id);
 
-  const EngineStats& stats() const { return stats_; }
+  const WorkerStats& stats() const { return stats_; }
   KvEventHub& kv_events() { return kv_events_; }
   void set_latency_observer(LatencyObserver* o) { latency_ = o; }
 
@@ -92,7 +78,7 @@ class Engine {
   std::unique_ptr<Backend> backend_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   EngineOptions options_;
-  EngineStats stats_;
+  WorkerStats stats_;  // for /metrics, updated by the engine thread
   KvEventHub kv_events_;
   LatencyObserver* latency_ = nullptr;
   std::unique_ptr<Impl> impl_;

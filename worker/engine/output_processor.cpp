@@ -21,7 +21,7 @@ size_t held_suffix(const std::string& text, const std::vector<std::string>& stop
 
 }  // namespace
 
-void OutputProcessor::observe_token_time(Sequence& s, EngineStats& stats, LatencyObserver* latency) {
+void OutputProcessor::observe_token_time(Sequence& s, WorkerStats& stats, LatencyObserver* latency) {
   const auto now = std::chrono::steady_clock::now();
   if (!s.last_token_at) {
     stats.prefix_cache_hit_tokens_total += std::max(0, s.cached_tokens);
@@ -32,7 +32,7 @@ void OutputProcessor::observe_token_time(Sequence& s, EngineStats& stats, Latenc
   s.last_token_at = now;
 }
 
-bool OutputProcessor::add_token(Sequence& s, const SampleResult& r, EngineStats& stats, LatencyObserver* latency) {
+bool OutputProcessor::add_token(Sequence& s, const SampleResult& r, WorkerStats& stats, LatencyObserver* latency) {
   const SamplingParams& p = s.request.sampling;
   ++stats.generation_tokens_total;
   observe_token_time(s, stats, latency);
@@ -80,7 +80,7 @@ bool OutputProcessor::add_token(Sequence& s, const SampleResult& r, EngineStats&
   return false;
 }
 
-void OutputProcessor::finish(Sequence& s, FinishReason reason, EngineStats& stats, std::string matched_stop, int32_t extra_tokens) {
+void OutputProcessor::finish(Sequence& s, FinishReason reason, WorkerStats& stats, std::string matched_stop, int32_t extra_tokens) {
   FinishEvent f;
   f.reason = reason;
   if (matched_stop.empty() || reason != FinishReason::kStop || extra_tokens > 0) f.text = s.unsent + s.decoder.finish();

@@ -19,13 +19,13 @@ class OutputProcessor {
 
   // Reports a sampled token; true when the sequence finished with it (the caller then
   // removes it from the scheduler).
-  bool add_token(Sequence& s, const SampleResult& r, EngineStats& stats, LatencyObserver* latency);
+  bool add_token(Sequence& s, const SampleResult& r, WorkerStats& stats, LatencyObserver* latency);
 
   // Sends the finish event: held-back text, usage, the reason.
-  void finish(Sequence& s, FinishReason reason, EngineStats& stats, std::string matched_stop = {}, int32_t extra_tokens = 0);
+  void finish(Sequence& s, FinishReason reason, WorkerStats& stats, std::string matched_stop = {}, int32_t extra_tokens = 0);
 
  private:
-  void observe_token_time(Sequence& s, EngineStats& stats, LatencyObserver* latency);
+  void observe_token_time(Sequence& s, WorkerStats& stats, LatencyObserver* latency);
 
   const Tokenizer& tokenizer_;
   int32_t max_context_;

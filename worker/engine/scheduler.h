@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "worker/engine/kv_cache_manager.h"
+#include "common/kv_cache/kv_cache_manager.h"
 #include "worker/engine/sequence.h"
 
 namespace sy {

@@ -2,7 +2,6 @@
 // text out, as SSE) and GET /internal/kv-events (the prefix cache's hashes, as SSE).
 // Wire formats: common/protocol/internal_api.h and docs/PROTOCOL.md.
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "common/protocol/internal_api.h"
 #include "worker/server/routes.h"
@@ -11,7 +10,6 @@ namespace sy {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::chrono::seconds kKvPingInterval{15};
 
 class InternalSink : public RequestSink, public std::enable_shared_from_this<InternalSink> {
  public:
@@ -75,105 +73,16 @@ class InternalSink : public RequestSink, public std::enable_shared_from_this<Int
   const Clock::time_point arrived_;
 };
 
-std::optional<ApiError> check_ids(const std::vector<int32_t>& ids, int32_t vocab,
-                                  const char* field) {
-  for (size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] >= vocab)
-      return ApiError::bad_request(
-          std::string(field) + "[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
-              " is outside the vocabulary [0, " + std::to_string(vocab) + ")",
-          field);
-  return std::nullopt;
-}
-
-// One subscriber of the KV event hub: drains it on the connection's strand whenever the
-// engine publishes, and pings while nothing happens so that either side notices a dead
-// peer.
-class KvStream : public KvStreamHandle, public std::enable_shared_from_this<KvStream> {
- public:
-  KvStream(Engine& engine, std::shared_ptr<http::Exchange> ex)
-      : engine_(engine), ex_(std::move(ex)), ping_(ex_->executor()) {}
-
-  void start() {
-    std::weak_ptr<KvStream> weak = weak_from_this();
-    auto exec = ex_->executor();
-    // notify runs on the engine thread: it only schedules a drain.
-    sub_ = engine_.kv_events().subscribe([weak, exec] {
-      boost::asio::post(exec, [weak] {
-        if (auto self = weak.lock()) self->drain();
-      });
-    });
-    ex_->on_cancel([self = shared_from_this()] { self->stop(); });
-    drain();  // the snapshot
-    arm_ping();
-  }
-
-  void close() override {
-    boost::asio::post(ex_->executor(), [self = shared_from_this()] {
-      self->ex_->finish();
-      self->stop();
-    });
-  }
-
- private:
-  void drain() {
-    if (!sub_) return;
-    std::string out;
-    for (const KvEvent& e : sub_->drain())
-      out += kv_event_data(KvEventWire{e.seq, e.type == KvEvent::Type::kStored, e.hashes});
-    if (!out.empty() && !ex_->write(std::move(out))) return stop();
-    if (sub_->overflowed()) {
-      // Too far behind to catch up: the client reconnects and starts from a snapshot.
-      ex_->write(sse_error(ApiError::unavailable(
-          "kv event subscriber fell too far behind; reconnect", "kv_events_overflow")));
-      ex_->finish();
-      stop();
-    }
-  }
-
-  void arm_ping() {
-    ping_.expires_after(kKvPingInterval);
-    ping_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      if (ec || !self->sub_) return;
-      if (!self->ex_->write(": ping\n\n")) return self->stop();
-      self->arm_ping();
-    });
-  }
-
-  void stop() {
-    sub_.reset();  // unsubscribes
-    ping_.cancel();
-  }
-
-  Engine& engine_;
-  std::shared_ptr<http::Exchange> ex_;
-  boost::asio::steady_timer ping_;
-  std::shared_ptr<KvSubscription> sub_;
-};
-
 }  // namespace
 
 void handle_internal_generate(std::shared_ptr<WorkerServer::Shared> s,
                               std::shared_ptr<http::Exchange> ex) {
   const auto arrived = Clock::now();
-  s->requests_total[WorkerServer::Shared::kGenerate]->inc();
+  s->requests_total[kRouteGenerate]->inc();
   InternalGenerateRequest req;
   if (auto e = parse_internal_generate(ex->request().body(), req)) return ex->respond_error(*e);
   if (!s->admit(*ex)) return;
-  const int32_t vocab = s->limits.vocab_size;
-  for (auto [ids, field] : {std::pair{&req.prompt_ids, "prompt_ids"},
-                            {&req.resume_ids, "resume_ids"},
-                            {&req.sampling.stop_token_ids, "stop_token_ids"}})
-    if (auto e = check_ids(*ids, vocab, field)) return ex->respond_error(*e);
-  const int64_t total =
-      static_cast<int64_t>(req.prompt_ids.size()) +
-      std::max<int64_t>(req.sampling.max_tokens, static_cast<int64_t>(req.resume_ids.size()));
-  if (total > s->limits.context_length)
-    return ex->respond_error(ApiError::bad_request(
-        "prompt_ids (" + std::to_string(req.prompt_ids.size()) + ") plus max_tokens (" +
-            std::to_string(req.sampling.max_tokens) + ") exceed the context of " +
-            std::to_string(s->limits.context_length) + " tokens",
-        "max_tokens", "context_length_exceeded"));
+  if (auto e = check_internal_generate(req, s->limits)) return ex->respond_error(*e);
   if (!s->claim_id(req.request_id))
     return ex->respond_error(ApiError{409, "invalid_request_error",
                                       "request_id '" + req.request_id + "' is already running",
@@ -194,19 +103,8 @@ void handle_internal_generate(std::shared_ptr<WorkerServer::Shared> s,
 }
 
 void handle_kv_events(std::shared_ptr<WorkerServer::Shared> s, std::shared_ptr<http::Exchange> ex) {
-  s->requests_total[WorkerServer::Shared::kKvEvents]->inc();
-  if (s->stopping.load())
-    return ex->respond_error(ApiError::unavailable("the worker is shutting down", "shutting_down"));
-  ex->start_stream();
-  auto stream = std::make_shared<KvStream>(s->engine, ex);
-  {
-    std::lock_guard<std::mutex> lock(s->mu);
-    std::erase_if(s->kv_streams,
-                  [](const std::weak_ptr<KvStreamHandle>& w) { return w.expired(); });
-    s->kv_streams.push_back(stream);
-  }
-  stream->start();
-  if (s->stopping.load()) stream->close();  // shutdown() may have missed it
+  s->requests_total[kRouteKvEvents]->inc();
+  s->kv_streams.serve(std::move(ex));
 }
 
 }  // namespace sy

@@ -3,6 +3,7 @@
 // the engine's events into OpenAI responses (one body, or SSE chunks then [DONE]).
 #include <boost/asio/post.hpp>
 
+#include "common/http/openai_intake.h"
 #include "common/http/openai_responder.h"
 #include "common/protocol/prompt.h"
 #include "common/utf8.h"
@@ -59,29 +60,17 @@ class OpenAiSink : public RequestSink, public std::enable_shared_from_this<OpenA
   const Clock::time_point arrived_;
 };
 
-bool served(const WorkerServer::Shared& s, const std::string& model) {
-  const auto& names = s.options.model_names;
-  return std::find(names.begin(), names.end(), model) != names.end();
-}
-
 }  // namespace
 
 void handle_openai(std::shared_ptr<WorkerServer::Shared> s, ApiKind kind,
                    std::shared_ptr<http::Exchange> ex) {
   const auto arrived = Clock::now();
   const bool chat = kind == ApiKind::kChatCompletion;
-  s->requests_total[chat ? WorkerServer::Shared::kChat : WorkerServer::Shared::kCompletions]->inc();
+  s->requests_total[chat ? kRouteChat : kRouteCompletions]->inc();
   OpenAiRequest req;
-  const std::string& body = ex->request().body();
-  if (auto e = chat ? parse_chat_request(body, req) : parse_completion_request(body, req))
-    return ex->respond_error(*e);
-  if (!req.model.empty() && !served(*s, req.model))
-    return ex->respond_error(ApiError::model_not_found(req.model));
-  std::optional<std::string_view> x_priority;
-  if (auto h = ex->request().find("X-Priority"); h != ex->request().end())
-    x_priority = std::string_view(h->value().data(), h->value().size());
   int32_t priority = kPriorityStandard;
-  if (auto e = request_priority(req, x_priority, priority)) return ex->respond_error(*e);
+  if (auto e = http::read_openai_request(*ex, kind, s->options.model_names, req, priority))
+    return ex->respond_error(*e);
   if (!s->admit(*ex)) return;
 
   std::vector<int32_t> ids;
@@ -89,7 +78,7 @@ void handle_openai(std::shared_ptr<WorkerServer::Shared> s, ApiKind kind,
     return ex->respond_error(*e);
   if (auto e = check_prompt(ids, s->limits, req)) return ex->respond_error(*e);
 
-  ResponseHeader header{kind, s->new_request_id(chat ? "chatcmpl-" : "cmpl-"),
+  ResponseHeader header{kind, http::new_response_id(chat ? "chatcmpl-" : "cmpl-"),
                         req.model.empty() ? s->options.model_names.at(0) : req.model, unix_now()};
   s->claim_id(header.id);
   auto sink = std::make_shared<OpenAiSink>(s, ex, header, req, arrived);

@@ -10,23 +10,17 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/http/kv_event_stream.h"
 #include "worker/server/worker_server.h"
 
 namespace sy {
-
-// An open /internal/kv-events stream, so that shutdown can end it.
-class KvStreamHandle {
- public:
-  virtual ~KvStreamHandle() = default;
-  virtual void close() = 0;  // any thread
-};
 
 struct WorkerServer::Shared {
   Engine& engine;
   std::shared_ptr<const ChatTemplate> chat_template;
   WorkerServerOptions options;
   ModelLimits limits;
-  Counter* requests_total[4] = {};  // by Route
+  Counter* requests_total[kNumWorkerRoutes] = {};  // by WorkerRoute
   Histogram* e2e = nullptr;
   std::atomic<bool> stopping{false};
 
@@ -34,15 +28,11 @@ struct WorkerServer::Shared {
   // would hit both).
   std::mutex mu;
   std::unordered_set<std::string> live_ids;
-  std::vector<std::weak_ptr<KvStreamHandle>> kv_streams;  // ended by shutdown()
+  http::KvEventStreams kv_streams;  // ended by shutdown()
 
   Shared(Engine& e, std::shared_ptr<const ChatTemplate> t, WorkerServerOptions o, ModelLimits l)
-      : engine(e), chat_template(std::move(t)), options(std::move(o)), limits(l) {}
+      : engine(e), chat_template(std::move(t)), options(std::move(o)), limits(l), kv_streams(e.kv_events()) {}
 
-  enum Route { kCompletions, kChat, kGenerate, kKvEvents };
-
-  // "cmpl-" / "chatcmpl-" + a process-unique suffix.
-  std::string new_request_id(const char* prefix);
   bool claim_id(const std::string& id);  // false when live already
   void release_id(const std::string& id);
   // 503 while not ready or stopping; true when the request may go on.

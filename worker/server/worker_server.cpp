@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <random>
 
+#include "common/protocol/internal_api.h"
 #include "worker/server/routes.h"
 
 namespace sy {
@@ -13,19 +13,6 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string WorkerServer::Shared::new_request_id(const char* prefix) {
-  // A random per-process part keeps ids distinct across workers and restarts; the
-  // counter keeps them distinct within one.
-  static const uint64_t process_part =
-      std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
-  static std::atomic<uint64_t> counter{0};
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%s%016llx%08llx", prefix,
-                static_cast<unsigned long long>(process_part),
-                static_cast<unsigned long long>(counter.fetch_add(1)));
-  return buf;
 }
 
 bool WorkerServer::Shared::claim_id(const std::string& id) {
@@ -67,11 +54,6 @@ WorkerServer::WorkerServer(Engine& engine, std::shared_ptr<const ChatTemplate> c
     : engine_(engine),
       options_(std::move(options)),
       limits_(model_limits(engine)),
-      ttft_(metrics_.histogram("switchyard_worker_time_to_first_token_seconds",
-                               "Time from a request's arrival in the engine to its first token.",
-                               latency_buckets_seconds())),
-      itl_(metrics_.histogram("switchyard_worker_inter_token_latency_seconds",
-                              "Time between two tokens of a request.", latency_buckets_seconds())),
       shared_(std::make_shared<Shared>(engine, std::move(chat_template), options_, limits_)),
       started_at_(unix_now()) {
   register_metrics();
@@ -83,45 +65,12 @@ WorkerServer::~WorkerServer() {
 }
 
 void WorkerServer::register_metrics() {
-  const EngineStats& st = engine_.stats();
-  auto gauge = [&](const char* name, const char* help, const std::atomic<int64_t>& v) {
-    metrics_.gauge_fn(name, help, [&v] { return static_cast<double>(v.load()); });
-  };
-  auto counter = [&](const char* name, const char* help, const std::atomic<int64_t>& v) {
-    metrics_.counter_fn(name, help, [&v] { return static_cast<double>(v.load()); });
-  };
-  gauge("switchyard_worker_requests_running", "Requests scheduled in the running batch.",
-        st.requests_running);
-  gauge("switchyard_worker_requests_waiting", "Requests waiting for admission (or preempted).",
-        st.requests_waiting);
-  gauge("switchyard_worker_kv_blocks_used", "KV cache blocks in use by requests.",
-        st.kv_blocks_used);
-  gauge("switchyard_worker_kv_blocks_total", "KV cache blocks in all.", st.kv_blocks_total);
-  counter("switchyard_worker_prefix_cache_hit_tokens_total",
-          "Prompt tokens served from the prefix cache.", st.prefix_cache_hit_tokens_total);
-  counter("switchyard_worker_prompt_tokens_total", "Prompt tokens of accepted requests.",
-          st.prompt_tokens_total);
-  counter("switchyard_worker_generation_tokens_total", "Tokens generated.",
-          st.generation_tokens_total);
-  counter("switchyard_worker_requests_finished_total",
-          "Requests that finished (stop, length or error).", st.requests_finished_total);
-  counter("switchyard_worker_requests_aborted_total",
-          "Requests cancelled (client gone or shutdown).", st.requests_aborted_total);
-  counter("switchyard_worker_preemptions_total",
-          "Requests preempted for KV space (recomputed later).", st.preemptions_total);
-  counter("switchyard_worker_engine_steps_total", "Engine steps run.", st.steps_total);
-  metrics_.gauge_fn("switchyard_worker_ready", "1 once the engine has run its warm-up step.",
-                    [this] { return engine_.ready() && !shared_->stopping.load() ? 1.0 : 0.0; });
-  const char* routes[] = {"/v1/completions", "/v1/chat/completions", "/internal/generate",
-                          "/internal/kv-events"};
-  for (int i = 0; i < 4; ++i)
-    shared_->requests_total[i] =
-        &metrics_.counter("switchyard_worker_http_requests_total",
-                          "HTTP requests received by route.", {{"route", routes[i]}});
-  shared_->e2e =
-      &metrics_.histogram("switchyard_worker_e2e_request_latency_seconds",
-                          "Time from a generation request's arrival to its last byte queued.",
-                          latency_buckets_seconds());
+  const WorkerMetrics m = register_worker_metrics(
+      metrics_, engine_.stats(), [this] { return engine_.ready() && !shared_->stopping.load(); });
+  ttft_ = m.ttft;
+  itl_ = m.itl;
+  for (int i = 0; i < kNumWorkerRoutes; ++i) shared_->requests_total[i] = m.requests_total[i];
+  shared_->e2e = m.e2e;
 }
 
 http::Router WorkerServer::router() {
@@ -150,13 +99,7 @@ http::Router WorkerServer::router() {
 
 void WorkerServer::shutdown() {
   shared_->stopping.store(true);
-  std::vector<std::weak_ptr<KvStreamHandle>> streams;
-  {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    streams.swap(shared_->kv_streams);
-  }
-  for (auto& w : streams)
-    if (auto k = w.lock()) k->close();
+  shared_->kv_streams.close_all();
 }
 
 void WorkerServer::handle_health(std::shared_ptr<http::Exchange> ex) {
@@ -164,35 +107,23 @@ void WorkerServer::handle_health(std::shared_ptr<http::Exchange> ex) {
 }
 
 void WorkerServer::handle_ready(std::shared_ptr<http::Exchange> ex) {
-  const bool ready = engine_.ready() && !shared_->stopping.load();
-  Json j;
-  j["ready"] = ready;
-  j["boot_id"] = options_.boot_id;
-  j["pid"] = static_cast<int64_t>(::getpid());
-  j["block_size"] = engine_.block_size();
-  j["max_num_seqs"] = engine_.options().max_num_seqs;
-  j["model"] = options_.model_names.empty() ? "" : options_.model_names[0];
-  j["model_fingerprint"] = options_.model_fingerprint;
-  j["max_model_len"] = limits_.context_length;
-  j["kv_blocks_total"] = engine_.num_kv_blocks();
-  ex->respond_json(ready ? http::Status::ok : http::Status::service_unavailable, dump_json(j));
+  WorkerReadiness r;
+  r.ready = engine_.ready() && !shared_->stopping.load();
+  r.boot_id = options_.boot_id;
+  r.pid = ::getpid();
+  r.block_size = engine_.block_size();
+  r.max_num_seqs = engine_.options().max_num_seqs;
+  r.model = options_.model_names.empty() ? "" : options_.model_names[0];
+  r.model_fingerprint = options_.model_fingerprint;
+  r.max_model_len = limits_.context_length;
+  r.kv_blocks_total = engine_.num_kv_blocks();
+  ex->respond_json(r.ready ? http::Status::ok : http::Status::service_unavailable,
+                   worker_readiness_json(r));
 }
 
 void WorkerServer::handle_models(std::shared_ptr<http::Exchange> ex) {
-  Json data = Json::array();
-  for (const auto& name : options_.model_names) {
-    Json m;
-    m["id"] = name;
-    m["object"] = "model";
-    m["created"] = started_at_;
-    m["owned_by"] = "switchyard";
-    m["max_model_len"] = limits_.context_length;
-    data.push_back(std::move(m));
-  }
-  Json j;
-  j["object"] = "list";
-  j["data"] = std::move(data);
-  ex->respond_json(http::Status::ok, dump_json(j));
+  ex->respond_json(http::Status::ok,
+                   models_list_json(options_.model_names, started_at_, limits_.context_length));
 }
 
 void WorkerServer::handle_metrics(std::shared_ptr<http::Exchange> ex) {

@@ -51,8 +51,8 @@ class WorkerServer : public LatencyObserver {
   void shutdown();
 
   // LatencyObserver (engine thread).
-  void observe_ttft(double seconds) override { ttft_.observe(seconds); }
-  void observe_itl(double seconds) override { itl_.observe(seconds); }
+  void observe_ttft(double seconds) override { ttft_->observe(seconds); }
+  void observe_itl(double seconds) override { itl_->observe(seconds); }
 
   // Prompt + generated tokens a request may hold: the model's context, or less when the
   // KV cache cannot hold that many.
@@ -72,8 +72,8 @@ class WorkerServer : public LatencyObserver {
   WorkerServerOptions options_;
   ModelLimits limits_;
   MetricsRegistry metrics_;
-  Histogram& ttft_;
-  Histogram& itl_;
+  Histogram* ttft_ = nullptr;
+  Histogram* itl_ = nullptr;
   std::shared_ptr<Shared> shared_;
   const int64_t started_at_;  // unix seconds, for /v1/models
 };

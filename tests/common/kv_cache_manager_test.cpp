@@ -1,6 +1,6 @@
 // KV cache manager: sharing by hash, reference counts, LRU eviction of cached blocks,
 // and the events it publishes, as table rows of operations and expected states.
-#include "worker/engine/kv_cache_manager.h"
+#include "common/kv_cache/kv_cache_manager.h"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,9 @@
 // prefix hash is known, kept until its memory is needed (least recently released is
 // evicted first). Sequences with the same prefix share its cached blocks.
 //
-// Owned by the engine thread. Changes to the set of cached hashes are collected and
-// published to the KvEventHub once per step (flush_events).
+// Owned by one thread (the worker's engine thread; the simulated worker's strand).
+// Changes to the set of cached hashes are collected and published to the KvEventHub
+// once per step (flush_events).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "worker/engine/kv_events.h"
+#include "common/kv_cache/kv_events.h"
 
 namespace sy {
 

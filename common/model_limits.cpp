@@ -1,8 +1,8 @@
-#include "gateway/model_limits.h"
+#include "common/model_limits.h"
 
 #include "common/error.h"
 
-namespace sy::gateway {
+namespace sy {
 
 ModelLimits read_model_limits(const ModelSource& src) {
   ModelLimits l;
@@ -22,4 +22,4 @@ ModelLimits read_model_limits(const ModelSource& src) {
   return l;
 }
 
-}  // namespace sy::gateway
+}  // namespace sy

@@ -1,4 +1,4 @@
-#include "worker/engine/kv_events.h"
+#include "common/kv_cache/kv_events.h"
 
 namespace sy {
 

@@ -1,4 +1,4 @@
-#include "worker/engine/kv_cache_manager.h"
+#include "common/kv_cache/kv_cache_manager.h"
 
 #include "common/check.h"
 

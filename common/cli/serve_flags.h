@@ -1,0 +1,35 @@
+// The flags of `switchyard-worker serve` that the gateway's supervisor passes to every
+// worker it starts (docs/PROTOCOL.md), parsed and range-checked in one place so that a
+// drop-in replacement (the simulated worker) accepts exactly the same ones.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "common/cli/args.h"
+
+namespace sy::cli {
+
+struct ServeFlags {
+  std::string model;              // --model (required)
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;           // 0: the OS chooses
+  std::string boot_id;            // reported by /ready
+  int32_t max_num_seqs = 16;
+  int32_t prefill_chunk = 256;
+  int32_t block_size = 16;
+  std::optional<int32_t> kv_blocks;    // at most one of these two
+  std::optional<double> kv_memory_gb;
+  std::string served_model_name;  // default: default_model_name(model)
+  int32_t http_threads = 2;
+};
+
+// Names of the valued flags above, to which a program adds its own for Args.
+std::set<std::string> serve_flag_names();
+
+// Reads and checks them; throws UsageError naming the flag.
+ServeFlags read_serve_flags(const Args& a);
+
+}  // namespace sy::cli

@@ -1,0 +1,118 @@
+// switchyard-simworker: a drop-in replacement for `switchyard-worker serve` with no
+// model behind it, for gateway scale tests. It takes the flags the gateway's supervisor
+// passes to a worker, reads only the tokenizer and metadata of --model (no weights),
+// prints the same listening line, and speaks the worker's protocol with configurable
+// timing and a real prefix cache. See bench/README.md.
+#include <boost/asio/io_context.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "bench/simworker/sim_engine.h"
+#include "bench/simworker/sim_server.h"
+#include "bench/simworker/token_source.h"
+#include "common/chat_template.h"
+#include "common/cli/serve_flags.h"
+#include "common/http/serve_loop.h"
+#include "common/model_identity.h"
+#include "common/model_limits.h"
+#include "common/model_source.h"
+#include "common/tokenizer/tokenizer.h"
+#include "policy/block_hash.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: switchyard-simworker serve --model M [--host 127.0.0.1] [--port 8000] [--boot-id ID]\n"
+    "    [--max-num-seqs 16] [--kv-blocks N | --kv-memory-gb X] [--prefill-chunk 256]\n"
+    "    [--block-size 16] [--served-model-name NAME] [--http-threads 1] [--no-prefix-caching]\n"
+    "    [--device D] [--ttft-ms 10] [--prefill-us-per-token 100] [--itl-ms 10] [--jitter 0]\n"
+    "    [--ready-delay-ms 0]\n"
+    "M is a GGUF file or Hugging Face directory: only its tokenizer and metadata are read.\n"
+    "Without --kv-blocks the cache holds 8192 blocks (--kv-memory-gb is accepted, not used).\n";
+
+constexpr int32_t kDefaultKvBlocks = 8192;
+
+double non_negative(const sy::cli::Args& a, const char* name, double fallback, double max) {
+  const double v = a.get_double(name, fallback);
+  if (!(v >= 0) || v > max)
+    throw sy::cli::UsageError("--" + std::string(name) + " must be in 0.." + std::to_string(static_cast<int64_t>(max)));
+  return v;
+}
+
+int run(const std::vector<std::string>& argv) {
+  using namespace sy;
+  std::set<std::string> valued = cli::serve_flag_names();
+  valued.insert({"device", "ttft-ms", "prefill-us-per-token", "itl-ms", "jitter", "ready-delay-ms"});
+  const cli::Args a(argv, valued, {"no-prefix-caching"});
+  const cli::ServeFlags f = cli::read_serve_flags(a);
+  sim::SimTiming timing;
+  timing.ttft_ms = non_negative(a, "ttft-ms", timing.ttft_ms, 3.6e6);
+  timing.prefill_us_per_token = non_negative(a, "prefill-us-per-token", timing.prefill_us_per_token, 1e6);
+  timing.itl_ms = non_negative(a, "itl-ms", timing.itl_ms, 3.6e6);
+  timing.jitter = non_negative(a, "jitter", timing.jitter, 1);
+  const double ready_delay_ms = non_negative(a, "ready-delay-ms", 0, 3.6e6);
+
+  // The tokenizer and limits only: no weights are read.
+  auto src = ModelSource::open(f.model);
+  const std::unique_ptr<const Tokenizer> tok = Tokenizer::from_model(*src);
+  const sim::TokenSource tokens(*tok);
+  sim::SimEngineOptions eo;
+  eo.max_num_seqs = f.max_num_seqs;
+  eo.block_size = f.block_size;
+  eo.kv_blocks = f.kv_blocks.value_or(kDefaultKvBlocks);
+  eo.prefix_caching = !a.has("no-prefix-caching");
+  eo.model_fingerprint = policy::model_fingerprint(model_identity_description(f.model));
+  sim::SimEngine engine(eo);
+
+  sim::SimServerOptions so;
+  so.boot_id = f.boot_id;
+  so.model_name = f.served_model_name;
+  so.model_fingerprint = eo.model_fingerprint;
+  so.limits = read_model_limits(*src);
+  so.limits.context_length = static_cast<int32_t>(
+      std::min<int64_t>(so.limits.context_length, int64_t{eo.kv_blocks} * eo.block_size));
+  so.ready_delay = std::chrono::milliseconds(static_cast<int64_t>(std::llround(ready_delay_ms)));
+  sim::SimServer api(engine, *tok, chat_template_or_null(*src, tok->bos_token(), tok->eos_token()), tokens, timing, so);
+  std::fprintf(stderr, "simulated %s: %zu word tokens; %d KV blocks of %d tokens; fingerprint %016llx\n",
+               f.model.c_str(), tokens.size(), eo.kv_blocks, eo.block_size,
+               static_cast<unsigned long long>(eo.model_fingerprint));
+
+  boost::asio::io_context ioc;
+  http::ServerOptions ho;
+  ho.host = f.host;
+  ho.port = f.port;
+  ho.log = [](const std::string& m) { std::fprintf(stderr, "http: %s\n", m.c_str()); };
+  http::HttpServer server(ioc, ho, api.router());
+  if (std::string err = server.start(); !err.empty()) throw std::runtime_error(err);
+  // One HTTP thread unless told otherwise: a fleet of simulated workers shares few cores.
+  const int threads = a.has("http-threads") ? f.http_threads : 1;
+  http::serve_until_signal(ioc, server, {"switchyard-simworker", threads, std::chrono::seconds(5)},
+                           [&] { api.shutdown(); });
+  std::fprintf(stderr, "stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (argc < 2 || std::strcmp(argv[1], "serve") != 0) {
+    std::fprintf(stderr, "error: the first argument must be 'serve'\n\n%s", kUsage);
+    return 2;
+  }
+  try {
+    return run(std::vector<std::string>(argv + 2, argv + argc));
+  } catch (const sy::cli::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n\n%s", e.what(), kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,126 @@
+#include "bench/simworker/sim_engine.h"
+
+#include <algorithm>
+
+#include "bench/simworker/sim_request.h"
+#include "policy/block_hash.h"
+
+namespace sy::sim {
+
+SimEngine::SimEngine(SimEngineOptions options)
+    : options_(options), kv_(options.kv_blocks, options.prefix_caching, &hub_) {
+  update_gauges();
+}
+
+uint64_t SimEngine::draw_seed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rng_();
+}
+
+bool SimEngine::submit(const std::shared_ptr<SimRequest>& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, fresh] = live_.try_emplace(r->id());
+  if (!fresh) return false;
+  Slot& s = it->second;
+  s.request = r;
+  s.arrival = next_arrival_++;
+  waiting_.push_back(&s);
+  stats_.prompt_tokens_total += r->prompt_tokens();
+  admit_waiting();
+  update_gauges();
+  return true;
+}
+
+// Most urgent first, then earliest; a request that does not fit blocks those behind it
+// (as the worker's scheduler stops at the first prefill it cannot place).
+void SimEngine::admit_waiting() {
+  auto before = [](const Slot* a, const Slot* b) {
+    return std::pair(a->request->priority(), a->arrival) < std::pair(b->request->priority(), b->arrival);
+  };
+  std::sort(waiting_.begin(), waiting_.end(), before);
+  while (!waiting_.empty() && running_ < options_.max_num_seqs && try_admit(*waiting_.front()))
+    waiting_.erase(waiting_.begin());
+  kv_.flush_events();
+}
+
+// Takes the cached prefix and reserves blocks for the whole request. At least one token
+// is left to compute, as in the worker, since that step produces the first token.
+bool SimEngine::try_admit(Slot& s) {
+  const SimRequest& r = *s.request;
+  const int32_t bs = options_.block_size;
+  const auto& tokens = r.start_tokens();
+  const int32_t matchable = (static_cast<int32_t>(tokens.size()) - 1) / bs;
+  s.hashes = policy::prefix_block_hashes(
+      options_.model_fingerprint, std::span<const int32_t>(tokens).first(static_cast<size_t>(matchable) * bs), bs);
+  const int32_t matched = kv_.match_prefix(s.hashes, s.blocks);
+  const int32_t need = (r.max_context() + bs - 1) / bs - matched;
+  if (!kv_.allocate(need, s.blocks)) {
+    kv_.release(s.blocks);
+    s.blocks.clear();
+    return false;
+  }
+  s.registered = matched;
+  s.running = true;
+  ++running_;
+  s.request->admitted(std::min(matched * bs, r.prompt_tokens()));
+  return true;
+}
+
+void SimEngine::computed(SimRequest& r, std::span<const int32_t> tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(r.id());
+  if (it == live_.end() || it->second.request.get() != &r || !it->second.running) return;
+  Slot& s = it->second;
+  const int32_t bs = options_.block_size;
+  const auto full = static_cast<int32_t>(tokens.size()) / bs;
+  while (static_cast<int32_t>(s.hashes.size()) < full) {
+    const size_t i = s.hashes.size();
+    const uint64_t prev = i == 0 ? options_.model_fingerprint : s.hashes.back();
+    s.hashes.push_back(policy::chain_block_hash(prev, tokens.subspan(i * static_cast<size_t>(bs), static_cast<size_t>(bs))));
+  }
+  for (; s.registered < full; ++s.registered)
+    kv_.register_full_block(s.blocks[static_cast<size_t>(s.registered)], s.hashes[static_cast<size_t>(s.registered)]);
+  kv_.flush_events();
+  update_gauges();
+}
+
+void SimEngine::release(Slot& s) {
+  if (s.running) --running_;
+  kv_.release(s.blocks);
+  s.blocks.clear();
+  s.running = false;
+}
+
+void SimEngine::finished(SimRequest& r, bool aborted) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(r.id());
+  if (it == live_.end() || it->second.request.get() != &r) return;
+  Slot& s = it->second;
+  release(s);
+  std::erase(waiting_, &s);
+  live_.erase(it);
+  if (aborted)
+    ++stats_.requests_aborted_total;
+  else
+    ++stats_.requests_finished_total;
+  admit_waiting();
+  update_gauges();
+}
+
+void SimEngine::abort_all() {
+  std::vector<std::shared_ptr<SimRequest>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, s] : live_) all.push_back(s.request);
+  }
+  for (auto& r : all) r->abort();
+}
+
+void SimEngine::update_gauges() {
+  stats_.requests_running = running_;
+  stats_.requests_waiting = static_cast<int64_t>(waiting_.size());
+  stats_.kv_blocks_used = kv_.num_used();
+  stats_.kv_blocks_total = kv_.num_blocks();
+}
+
+}  // namespace sy::sim

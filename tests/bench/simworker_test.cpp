@@ -1,0 +1,264 @@
+// switchyard-simworker as a process, over HTTP: the worker's /ready shape, token streams
+// that decode to real text, resume and seeds, the time it is told to take (lower bounds
+// only), its prefix cache seen through usage and /internal/kv-events (hashes checked
+// against policy/block_hash), eviction, cancellation and bad requests.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <set>
+
+#include "common/model_identity.h"
+#include "common/model_source.h"
+#include "common/protocol/internal_api.h"
+#include "common/tokenizer/tokenizer.h"
+#include "fixture_util.h"
+#include "policy/block_hash.h"
+#include "worker/worker_process.h"
+
+namespace sy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using testing::SseStream;
+using testing::WorkerProcess;
+
+const std::string kSimworker = std::string(SY_BIN_DIR) + "/switchyard-simworker";
+
+std::string model_path() { return testing::fixture_path("qwen3-tiny-bf16.gguf"); }
+
+WorkerProcess start_sim(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"--model", model_path(), "--boot-id", "sim-test", "--kv-blocks", "16"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return WorkerProcess(args, kSimworker);
+}
+
+nlohmann::json generate_body(const std::string& id, const std::vector<int32_t>& prompt, int max_tokens,
+                             uint64_t seed, const std::vector<int32_t>& resume = {}) {
+  return {{"request_id", id}, {"prompt_ids", prompt}, {"resume_ids", resume}, {"max_tokens", max_tokens}, {"seed", seed}};
+}
+
+std::vector<int32_t> prompt_of(size_t n, int32_t base) {
+  std::vector<int32_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = base + static_cast<int32_t>(i * 13 % 3000);
+  return v;
+}
+
+// One /internal/generate stream, read to its end, with the time of each token event.
+struct Generated {
+  int status = 0;
+  std::vector<InternalTokens> tokens;
+  std::vector<Clock::duration> token_at;  // since the request was sent
+  InternalFinish finish;
+  bool finished = false;
+  std::string error;
+  std::vector<int32_t> ids() const {
+    std::vector<int32_t> out;
+    for (const auto& t : tokens) out.insert(out.end(), t.ids.begin(), t.ids.end());
+    return out;
+  }
+  std::string text() const {
+    std::string out;
+    for (const auto& t : tokens) out += t.text;
+    return out + finish.text;
+  }
+};
+
+Generated generate(uint16_t port, const nlohmann::json& body) {
+  Generated g;
+  const auto sent = Clock::now();
+  SseStream s(port, "POST", "/internal/generate", body.dump());
+  g.status = s.status();
+  std::vector<http::SseEvent> events;
+  while (s.next(events)) {
+    for (const auto& e : events) {
+      if (e.type == "tokens") {
+        InternalTokens t;
+        EXPECT_FALSE(parse_internal_tokens(e.data, t)) << e.data;
+        g.tokens.push_back(t);
+        g.token_at.push_back(Clock::now() - sent);
+      } else if (e.type == "finish") {
+        EXPECT_FALSE(parse_internal_finish(e.data, g.finish)) << e.data;
+        g.finished = true;
+      } else {
+        g.error = e.data;
+      }
+    }
+  }
+  return g;
+}
+
+double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+TEST(Simworker, ReadyHasTheWorkersShapeAndTheModelsFingerprint) {
+  WorkerProcess w = start_sim({"--max-num-seqs", "5", "--block-size", "16", "--served-model-name", "tiny"});
+  ASSERT_NE(w.port(), 0);
+  const auto r = testing::http_request(w.port(), "GET", "/ready");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto j = r.json();
+  EXPECT_EQ(j["ready"], true);
+  EXPECT_EQ(j["boot_id"], "sim-test");
+  EXPECT_EQ(j["pid"].get<int64_t>(), w.pid());
+  EXPECT_EQ(j["block_size"], 16);
+  EXPECT_EQ(j["max_num_seqs"], 5);
+  EXPECT_EQ(j["model"], "tiny");
+  EXPECT_EQ(j["kv_blocks_total"], 16);
+  EXPECT_EQ(j["max_model_len"], 16 * 16);  // the cache holds less than the model's context
+  EXPECT_EQ(j["model_fingerprint"].get<uint64_t>(), policy::model_fingerprint(model_identity_description(model_path())));
+  EXPECT_EQ(testing::http_request(w.port(), "GET", "/health").status, 200);
+  EXPECT_EQ(testing::http_request(w.port(), "GET", "/v1/models").json()["data"][0]["id"], "tiny");
+  const auto metrics = testing::http_request(w.port(), "GET", "/metrics");
+  for (const char* name : {"switchyard_worker_requests_running", "switchyard_worker_kv_blocks_total 16",
+                           "switchyard_worker_ready 1", "switchyard_worker_time_to_first_token_seconds_bucket"})
+    EXPECT_NE(metrics.body.find(name), std::string::npos) << name;
+  EXPECT_EQ(w.terminate(), 0);
+}
+
+TEST(Simworker, StreamsWordsDeterministicallyAndResumesExactly) {
+  WorkerProcess w = start_sim({"--ttft-ms", "1", "--itl-ms", "1"});
+  const auto prompt = prompt_of(20, 1000);
+  const Generated full = generate(w.port(), generate_body("a", prompt, 12, 7));
+  ASSERT_EQ(full.status, 200);
+  ASSERT_TRUE(full.finished) << full.error;
+  EXPECT_EQ(full.finish.finish_reason, "length");
+  EXPECT_EQ(full.finish.usage.prompt_tokens, 20);
+  EXPECT_EQ(full.finish.usage.completion_tokens, 12);
+  ASSERT_EQ(full.ids().size(), 12u);
+  for (size_t i = 0; i < full.tokens.size(); ++i) EXPECT_EQ(full.tokens[i].index, static_cast<int32_t>(i));
+
+  // The text is what the model's tokenizer makes of the ids: words.
+  auto src = ModelSource::open(model_path());
+  const auto tok = Tokenizer::from_model(*src);
+  EXPECT_EQ(full.text(), tok->decode(full.ids()));
+  EXPECT_EQ(full.text().front(), ' ');
+  EXPECT_GT(std::set<int32_t>(full.ids().begin(), full.ids().end()).size(), 6u);
+
+  // Same seed, same tokens; another seed, others.
+  EXPECT_EQ(generate(w.port(), generate_body("b", prompt, 12, 7)).ids(), full.ids());
+  EXPECT_NE(generate(w.port(), generate_body("c", prompt, 12, 8)).ids(), full.ids());
+
+  // Resuming after 5 ids continues at index 5 with the rest of the same stream.
+  const std::vector<int32_t> head(full.ids().begin(), full.ids().begin() + 5);
+  const Generated rest = generate(w.port(), generate_body("d", prompt, 12, 7, head));
+  ASSERT_TRUE(rest.finished) << rest.error;
+  ASSERT_FALSE(rest.tokens.empty());
+  EXPECT_EQ(rest.tokens[0].index, 5);
+  EXPECT_EQ(rest.ids(), std::vector<int32_t>(full.ids().begin() + 5, full.ids().end()));
+  EXPECT_EQ(rest.finish.usage.completion_tokens, 12);
+  EXPECT_EQ(tok->decode(head) + rest.text(), full.text());
+
+  // A stop token id ends the stream: counted, not sent.
+  const int32_t third = full.ids()[2];
+  auto body = generate_body("e", prompt, 12, 7);
+  body["stop_token_ids"] = {third};
+  const Generated stopped = generate(w.port(), body);
+  EXPECT_EQ(stopped.finish.finish_reason, "stop");
+  EXPECT_EQ(stopped.ids(), std::vector<int32_t>(full.ids().begin(), full.ids().begin() + 2));
+  EXPECT_EQ(stopped.finish.usage.completion_tokens, 3);
+}
+
+TEST(Simworker, TakesAtLeastTheTimeItIsToldAndCachesThePrefix) {
+  WorkerProcess w = start_sim({"--ttft-ms", "50", "--prefill-us-per-token", "2000", "--itl-ms", "20"});
+  const auto prompt = prompt_of(100, 2000);  // 6 full blocks can be cached: (100 − 1) / 16
+  const Generated cold = generate(w.port(), generate_body("cold", prompt, 5, 1));
+  ASSERT_TRUE(cold.finished) << cold.error;
+  EXPECT_EQ(cold.finish.usage.cached_tokens, 0);
+  EXPECT_GE(ms(cold.token_at[0]), 50 + 100 * 2.0);  // TTFT: fixed part + 100 uncached tokens
+  EXPECT_GE(ms(cold.token_at[4] - cold.token_at[0]), 4 * 20.0 - 1);
+
+  const Generated warm = generate(w.port(), generate_body("warm", prompt, 5, 1));
+  ASSERT_TRUE(warm.finished) << warm.error;
+  EXPECT_EQ(warm.finish.usage.cached_tokens, 96);
+  EXPECT_GE(ms(warm.token_at[0]), 50 + 4 * 2.0);
+  // Nothing bounds it from above in a test; only that the cache saved most of the prefill.
+  EXPECT_LT(ms(warm.token_at[0]), ms(cold.token_at[0]));
+}
+
+TEST(Simworker, KvEventsSnapshotThenStoredAndRemovedHashes) {
+  WorkerProcess w = start_sim({"--ttft-ms", "1", "--itl-ms", "1"});
+  const uint64_t fp = testing::http_request(w.port(), "GET", "/ready").json()["model_fingerprint"].get<uint64_t>();
+  SseStream events(w.port(), "GET", "/internal/kv-events");
+  ASSERT_EQ(events.status(), 200);
+  std::vector<http::SseEvent> got;
+  ASSERT_TRUE(events.next(got));
+  KvEventWire snap;
+  ASSERT_FALSE(parse_kv_event(got[0].data, snap));
+  EXPECT_TRUE(snap.stored);
+  EXPECT_TRUE(snap.hashes.empty());
+
+  // Three prompts of 100 tokens, each reserving 7 of the 16 blocks: the third evicts.
+  std::set<uint64_t> cached;
+  std::set<uint64_t> removed;
+  uint64_t last_seq = snap.seq;
+  std::vector<std::vector<uint64_t>> expected;
+  for (int i = 0; i < 3; ++i) {
+    const auto prompt = prompt_of(100, 3000 + 500 * i);
+    ASSERT_TRUE(generate(w.port(), generate_body("p" + std::to_string(i), prompt, 5, 1)).finished);
+    expected.push_back(policy::prefix_block_hashes(fp, prompt, 16));  // 6 full blocks
+    // Read until every full prompt block of this request is stored.
+    auto all_stored = [&] {
+      for (uint64_t h : expected.back())
+        if (!cached.count(h)) return false;
+      return true;
+    };
+    while (!all_stored()) {
+      ASSERT_TRUE(events.next(got)) << "stream ended";
+      for (const auto& e : got) {
+        KvEventWire ev;
+        ASSERT_FALSE(parse_kv_event(e.data, ev)) << e.data;
+        EXPECT_EQ(ev.seq, last_seq + 1);
+        last_seq = ev.seq;
+        for (uint64_t h : ev.hashes) {
+          if (ev.stored) {
+            cached.insert(h);
+          } else {
+            EXPECT_EQ(cached.erase(h), 1u) << "removed a hash never stored";
+            removed.insert(h);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_FALSE(removed.empty()) << "16 blocks cannot hold three 7-block requests";
+  EXPECT_LE(cached.size(), 16u);
+  // The oldest prompt lost blocks; the newest is whole.
+  size_t first_left = 0;
+  for (uint64_t h : expected[0]) first_left += cached.count(h);
+  EXPECT_LT(first_left, expected[0].size());
+}
+
+TEST(Simworker, ClientThatLeavesCancelsAndBadRequestsAreRefused) {
+  WorkerProcess w = start_sim({"--ttft-ms", "1", "--itl-ms", "20", "--max-num-seqs", "1"});
+  {
+    SseStream s(w.port(), "POST", "/internal/generate", generate_body("long", prompt_of(10, 100), 200, 1).dump());
+    std::vector<http::SseEvent> got;
+    ASSERT_TRUE(s.next(got));
+    // A duplicate id while it runs.
+    EXPECT_EQ(testing::post_json(w.port(), "/internal/generate", generate_body("long", {1, 2}, 2, 1)).status, 409);
+    s.close();
+  }
+  // The seat it held is free again: with max-num-seqs 1 this request must run.
+  const Generated next = generate(w.port(), generate_body("next", prompt_of(10, 100), 3, 1));
+  EXPECT_TRUE(next.finished) << next.error;
+  const auto metrics = testing::http_request(w.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("switchyard_worker_requests_aborted_total 1"), std::string::npos) << metrics;
+
+  EXPECT_EQ(testing::post_json(w.port(), "/internal/generate", {{"request_id", "x"}}).status, 400);
+  const auto too_long = testing::post_json(w.port(), "/internal/generate", generate_body("y", prompt_of(250, 1), 10, 1));
+  EXPECT_EQ(too_long.status, 400);
+  EXPECT_EQ(too_long.json()["error"]["code"], "context_length_exceeded");
+  EXPECT_EQ(testing::post_json(w.port(), "/internal/generate", generate_body("z", {999999999}, 2, 1)).status, 400);
+  EXPECT_EQ(testing::http_request(w.port(), "POST", "/v1/completions", "{}").status, 404);
+  EXPECT_EQ(w.terminate(), 0);
+}
+
+TEST(Simworker, RefusesBadFlags) {
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--itl-ms", "-1"}, {"--jitter", "2"}, {"--kv-memory-gb", "1"},
+                                       {"--no-such-flag", "1"}}) {
+    WorkerProcess w = start_sim(bad);  // with --kv-blocks already given
+    EXPECT_EQ(w.port(), 0) << bad[0];
+    EXPECT_EQ(w.terminate(), 2) << bad[0];
+  }
+}
+
+}  // namespace
+}  // namespace sy

@@ -69,13 +69,18 @@ int main(int argc, char** argv) {
                         ? "generated, ~" + std::to_string(opt.prompt_tokens) + " prompt tokens, " +
                               endpoint_path(opt.endpoint)
                         : opt.workload_path + " (" + std::to_string(workload.size()) + " entries)";
+    if (opt.multi_turn.turns > 0)
+      info.workload = "multi-turn chat, " + std::to_string(opt.multi_turn.turns) + " turns of ~" +
+                      std::to_string(opt.multi_turn.turn_tokens) + " tokens, " +
+                      std::to_string(opt.multi_turn.system_prompts) + " shared system prompts of ~" +
+                      std::to_string(opt.multi_turn.system_tokens) + " tokens";
     info.max_tokens = opt.request.max_tokens;
     info.temperature = opt.request.temperature;
     info.warmup = opt.warmup;
     info.timeout_s = static_cast<double>(opt.client.timeout.count()) / 1e3;
     info.keep_alive = opt.client.keep_alive;
 
-    Runner runner(ioc, target, workload, opt.request, opt.client);
+    Runner runner(ioc, target, workload, opt.request, opt.client, opt.multi_turn);
     std::vector<LevelStats> levels;
     for (const LevelSpec& spec : opt.levels()) {
       std::fprintf(stderr, "switchyard-bench: %s: %lld warmup + %s requests...\n",

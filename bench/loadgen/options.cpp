@@ -13,11 +13,15 @@ const char kUsage[] =
     "         [--workload FILE.jsonl | --prompt-tokens 256 [--endpoint completions|chat]] "
     "[--max-tokens 128]\n"
     "         [--temperature 0] [--priority P] [--extra-body JSON] [--timeout 300] [--seed 0]\n"
-    "         [--no-keep-alive] [--json]\n"
+    "         [--multi-turn TURNS [--system-prompts 4] [--system-tokens 256]] [--no-keep-alive] "
+    "[--json]\n"
     "Closed loop (--concurrency): each level sends --num-requests (default 4 per user, at least "
     "8).\n"
     "Open loop (--rate, Poisson): each level sends --num-requests (default 64) or arrivals for "
     "--duration.\n"
+    "Multi-turn (closed loop): each user holds a chat conversation of TURNS turns of "
+    "--prompt-tokens,\n"
+    "  its history carrying the real replies, opened by one of the shared system prompts.\n"
     "Exit status: 0 when every request returned exactly max_tokens tokens of valid text, 2 "
     "otherwise.\n";
 
@@ -76,7 +80,8 @@ BenchOptions parse_options(const std::vector<std::string>& argv) {
   const cli::Args a(argv,
                     {"url", "model", "workload", "endpoint", "prompt-tokens", "max-tokens",
                      "concurrency", "rate", "num-requests", "duration", "warmup", "temperature",
-                     "priority", "extra-body", "timeout", "seed"},
+                     "priority", "extra-body", "timeout", "seed", "multi-turn", "system-prompts",
+                     "system-tokens"},
                     {"no-keep-alive", "json", "help"});
   BenchOptions o;
   if (a.has("help")) {
@@ -134,6 +139,21 @@ BenchOptions parse_options(const std::vector<std::string>& argv) {
   o.client.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(timeout_s * 1000)));
   o.client.keep_alive = !a.has("no-keep-alive");
   o.json = a.has("json");
+
+  o.multi_turn.turns = a.get_int("multi-turn", 0);
+  if (o.multi_turn.turns < 0) throw UsageError("--multi-turn must be >= 1");
+  o.multi_turn.system_prompts = a.get_int("system-prompts", o.multi_turn.system_prompts);
+  o.multi_turn.system_tokens = a.get_int("system-tokens", o.multi_turn.system_tokens);
+  o.multi_turn.turn_tokens = o.prompt_tokens;
+  if (o.multi_turn.turns == 0 && (a.has("system-prompts") || a.has("system-tokens")))
+    throw UsageError("--system-prompts and --system-tokens go with --multi-turn");
+  if (o.multi_turn.turns > 0) {
+    if (!o.rates.empty() || !o.workload_path.empty())
+      throw UsageError("--multi-turn is a closed-loop generated chat workload: drop --rate and --workload");
+    if (o.multi_turn.system_prompts < 1 || o.multi_turn.system_tokens < 1)
+      throw UsageError("--system-prompts and --system-tokens must be >= 1");
+    o.endpoint = Endpoint::kChat;
+  }
   return o;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/loadgen/conversation.h"
 #include "bench/loadgen/http_client.h"
 #include "bench/loadgen/runner.h"
 #include "bench/loadgen/workload.h"
@@ -28,6 +29,7 @@ struct BenchOptions {
   int64_t warmup = 0;
   uint64_t seed = 0;
   ClientOptions client;
+  MultiTurnSpec multi_turn;  // turns 0: single-turn
   bool json = false;
   bool help = false;
 

@@ -77,6 +77,10 @@ std::string format_table(const RunInfo& info, const std::vector<LevelStats>& lev
     for (const auto& [kind, n] : s.errors_by_kind)
       out += "  " + name + ": " + std::to_string(n) + " failed (" + kind + ")\n";
     for (const std::string& e : s.error_samples) out += "    " + e + "\n";
+    if (s.cached_tokens > 0)
+      out += "  " + name + ": prefix cache served " + std::to_string(s.cached_tokens) + " of " +
+             std::to_string(s.prompt_tokens) + " prompt tokens (" +
+             num(100.0 * s.prefix_hit_rate(), 1) + " %)\n";
     if (s.warmup_errors > 0)
       out += "  " + name + ": " + std::to_string(s.warmup_errors) + " warmup requests failed\n";
     if (s.unattributed_tokens > 0)
@@ -125,6 +129,8 @@ json to_json(const RunInfo& info, const std::vector<LevelStats>& levels) {
               {"output_tokens", s.output_tokens},
               {"prompt_tokens_mean", null_if_nan(s.prompt_tokens_mean)},
               {"cached_tokens", s.cached_tokens},
+              {"prompt_tokens", s.prompt_tokens},
+              {"prefix_hit_rate", null_if_nan(s.prefix_hit_rate())},
               {"reused_connections", s.reused_connections},
               {"unattributed_tokens", s.unattributed_tokens},
               {"texts_with_replacement_char", s.texts_with_replacement_char}};

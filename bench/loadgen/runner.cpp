@@ -16,8 +16,14 @@ Clock::duration to_duration(double seconds) {
 }  // namespace
 
 Runner::Runner(net::io_context& ioc, const Target& target, const Workload& workload,
-               const RequestTemplate& request, const ClientOptions& client)
-    : ioc_(ioc), target_(target), workload_(workload), request_(request), client_(client) {}
+               const RequestTemplate& request, const ClientOptions& client,
+               const MultiTurnSpec& multi_turn)
+    : ioc_(ioc),
+      target_(target),
+      workload_(workload),
+      request_(request),
+      client_(client),
+      multi_turn_(multi_turn) {}
 
 LevelResult Runner::run_level(const LevelSpec& spec) {
   LevelResult result;
@@ -27,11 +33,12 @@ LevelResult Runner::run_level(const LevelSpec& spec) {
   return result;
 }
 
-void Runner::issue(bool warmup, StreamingRequest::Done done) {
+void Runner::issue(bool warmup, StreamingRequest::Done done, Conversations* conversations,
+                   int64_t user) {
   RequestRecord record;
   record.index = next_index_++;
   record.warmup = warmup;
-  const WorkItem item = workload_.item(record.index);
+  const WorkItem item = conversations ? conversations->next(user) : workload_.item(record.index);
   record.max_tokens = requested_max_tokens(item, request_);
   std::make_shared<StreamingRequest>(ioc_, target_, pool_, client_, std::move(record),
                                      endpoint_path(item.endpoint), request_body(item, request_),
@@ -50,24 +57,31 @@ std::vector<RequestRecord> Runner::run_phase(const LevelSpec& spec, int64_t coun
   auto collect = [&out](RequestRecord&& r) { out.push_back(std::move(r)); };
 
   // Declared out here so that they outlive ioc_.run(), which runs their handlers.
-  std::function<void()> next_for_user;
+  std::function<void(int64_t)> next_for_user;
   std::function<void()> arrive;
   boost::asio::steady_timer timer(ioc_);
   std::mt19937_64 rng(spec.seed + (warmup ? 1 : 0));
   std::exponential_distribution<double> gap_s(spec.rate > 0 ? spec.rate : 1.0);
   Clock::time_point next_arrival = start;
 
+  std::unique_ptr<Conversations> conversations;
   if (spec.mode == LevelSpec::Mode::kClosed) {
+    if (multi_turn_.turns > 0)
+      conversations = std::make_unique<Conversations>(multi_turn_, spec.concurrency);
     // Each user sends its next request from the completion of its last one.
-    next_for_user = [&] {
+    next_for_user = [&](int64_t user) {
       if (!more()) return;
       ++issued;
-      issue(warmup, [&](RequestRecord&& r) {
-        collect(std::move(r));
-        next_for_user();
-      });
+      issue(
+          warmup,
+          [&, user](RequestRecord&& r) {
+            if (conversations) conversations->finished(user, r);
+            collect(std::move(r));
+            next_for_user(user);
+          },
+          conversations.get(), user);
     };
-    for (int64_t u = 0; u < spec.concurrency; ++u) next_for_user();
+    for (int64_t u = 0; u < spec.concurrency; ++u) next_for_user(u);
   } else {
     // Arrivals follow an absolute schedule, so a late timer does not push the rest back.
     arrive = [&] {

@@ -1,13 +1,16 @@
 // Drives load levels: closed loop (c users, each sending its next request when the last
 // one finished) or open loop (Poisson arrivals at a rate, whatever is in flight). Each
 // level first runs its warmup requests the same way, waits for them, then the measured
-// ones, so that a level's wall time covers only measured requests.
+// ones, so that a level's wall time covers only measured requests. With a multi-turn
+// spec, closed-loop users hold conversations (bench/loadgen/conversation.h) instead of
+// taking prompts from the workload.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <vector>
 
+#include "bench/loadgen/conversation.h"
 #include "bench/loadgen/http_client.h"
 #include "bench/loadgen/request_record.h"
 #include "bench/loadgen/workload.h"
@@ -34,20 +37,24 @@ struct LevelResult {
 class Runner {
  public:
   Runner(net::io_context& ioc, const Target& target, const Workload& workload,
-         const RequestTemplate& request, const ClientOptions& client);
+         const RequestTemplate& request, const ClientOptions& client,
+         const MultiTurnSpec& multi_turn = {});
 
   LevelResult run_level(const LevelSpec& spec);
 
  private:
   std::vector<RequestRecord> run_phase(const LevelSpec& spec, int64_t count, double duration_s,
                                        bool warmup);
-  void issue(bool warmup, StreamingRequest::Done done);
+  // `conversation` (closed loop, multi-turn only) is where the user's next turn comes from.
+  void issue(bool warmup, StreamingRequest::Done done, Conversations* conversations = nullptr,
+             int64_t user = 0);
 
   net::io_context& ioc_;
   const Target& target_;
   const Workload& workload_;
   const RequestTemplate& request_;
   ClientOptions client_;
+  MultiTurnSpec multi_turn_;
   ConnectionPool pool_;
   int64_t next_index_ = 0;  // over the whole run, so every request gets its own prompt
 };

@@ -89,7 +89,10 @@ LevelStats summarize(const std::vector<RequestRecord>& records,
     decode.push_back(r.decode_tok_s());
     e2e_rate.push_back(r.e2e_tok_s());
     s.output_tokens += r.completion_tokens;
-    if (r.prompt_tokens >= 0) prompt.push_back(static_cast<double>(r.prompt_tokens));
+    if (r.prompt_tokens >= 0) {
+      prompt.push_back(static_cast<double>(r.prompt_tokens));
+      s.prompt_tokens += r.prompt_tokens;
+    }
     if (r.cached_tokens > 0) s.cached_tokens += r.cached_tokens;
     if (!r.exact_token_counts) s.unattributed_tokens += r.completion_tokens - r.content_events;
     if (r.text.find(kReplacementChar) != std::string::npos) ++s.texts_with_replacement_char;
@@ -105,6 +108,10 @@ LevelStats summarize(const std::vector<RequestRecord>& records,
       s.wall_s > 0 && s.ok > 0 ? static_cast<double>(s.output_tokens) / s.wall_s : kNaN;
   s.ok_requests_per_s = s.wall_s > 0 ? static_cast<double>(s.ok) / s.wall_s : kNaN;
   return s;
+}
+
+double LevelStats::prefix_hit_rate() const {
+  return prompt_tokens > 0 ? static_cast<double>(cached_tokens) / static_cast<double>(prompt_tokens) : kNaN;
 }
 
 }  // namespace sy::bench

@@ -49,6 +49,8 @@ struct LevelStats {
   double ok_requests_per_s = 0;   // ok / wall_s
   double prompt_tokens_mean = 0;  // usage.prompt_tokens of ok requests
   int64_t cached_tokens = 0;      // usage cached_tokens summed, where reported
+  int64_t prompt_tokens = 0;      // usage prompt_tokens summed over ok requests
+  double prefix_hit_rate() const;  // cached_tokens / prompt_tokens; NaN without prompts
   int64_t reused_connections = 0;
   // Tokens that did not arrive one per event and whose event did not say how many it
   // held (no token ids or logprobs): their inter-token gaps are not in itl_s.

@@ -169,16 +169,22 @@ double copy_bandwidth_gbs() {
   return 2.0 * bytes / (ms * 1e6);
 }
 
-void bench_decode(int num_seqs, int context, std::vector<int> splits, int sms, std::mt19937_64& rng) {
+void bench_decode(int num_seqs, int context, std::vector<int> splits, int sms, std::mt19937_64& rng,
+                  int variant = 0) {
   const int layers = 4;
   Setup s(num_seqs, 1, context, layers, rng);
   for (int l = 0; l < layers; ++l) CHECK(sy::cuda::write_kv_cache(s.layer(l), nullptr));
   const int chosen = sy::cuda::decode_num_splits(num_seqs, kKvHeads, sms);
   if (splits.empty()) splits = {chosen};
   for (int ns : splits) {
-    const double ms = median_ms(layers, 20, [&](int l) { CHECK(sy::cuda::paged_decode_attention(s.layer(l), ns, nullptr)); });
-    std::printf("decode  batch %3d ctx %6d splits %2d%s  %9.1f us  %7.0f GB/s\n", num_seqs, context, ns,
-                ns == chosen ? "*" : " ", ms * 1e3, s.kv_bytes_per_layer / (ms * 1e6));
+    const double ms = median_ms(layers, 20, [&](int l) {
+      sy::cuda::PagedAttentionArgs x = s.layer(l);
+      x.decode_variant = variant;
+      CHECK(sy::cuda::paged_decode_attention(x, ns, nullptr));
+    });
+    std::printf("decode  batch %3d ctx %6d splits %2d%s %s  %9.1f us  %7.0f GB/s\n", num_seqs, context, ns,
+                ns == chosen ? "*" : " ", variant == 1 ? "cuda-core" : "tensor   ", ms * 1e3,
+                s.kv_bytes_per_layer / (ms * 1e6));
   }
 }
 
@@ -208,7 +214,9 @@ int main(int argc, char** argv) {
               kKvHeads, kDim, kBlock, g_trials);
   std::printf("copy bandwidth (read + write)     %7.0f GB/s\n", copy_bandwidth_gbs());
   std::mt19937_64 rng(1);
-  bench_decode(1, 32768, {1, 8, 16, 32, 48, 64}, sms, rng);
+  bench_decode(1, 32768, {16, 33, 48, 64}, sms, rng);
+  bench_decode(1, 32768, {33, 64}, sms, rng, 1);
+  bench_decode(1, 1024, {}, sms, rng, 1);
   bench_decode(1, 1024, {}, sms, rng);
   bench_decode(8, 4096, {}, sms, rng);
   bench_decode(64, 1024, {}, sms, rng);

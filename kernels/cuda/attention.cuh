@@ -25,6 +25,9 @@ struct PagedAttentionArgs {
   // Prefill tile shape, for benchmarks comparing variants: query rows per warp, 16 or 32
   // (32 only for head_dim >= 64); 0 picks the default.
   int prefill_rows_per_warp = 0;
+  // Decode kernel, for benchmarks comparing variants: 1 CUDA cores, 2 tensor cores (GQA
+  // groups >= 2, head_dim >= 16); 0 picks tensor cores wherever they apply.
+  int decode_variant = 0;
 };
 // Stores this step's K/V rows at their positions in the cache.
 cudaError_t write_kv_cache(const PagedAttentionArgs& a, cudaStream_t stream);

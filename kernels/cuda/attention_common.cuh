@@ -98,7 +98,7 @@ inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 
 inline bool supported_head_dim(int d) { return d == 8 || d == 16 || d == 64 || d == 128; }
 inline cudaError_t check_common(const PagedAttentionArgs& a) {
   if (a.n_heads <= 0 || a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0) return cudaErrorInvalidValue;
-  if (!supported_head_dim(a.head_dim) || a.block_size <= 0) return cudaErrorInvalidValue;
+  if (!supported_head_dim(a.head_dim) || a.block_size <= 0 || !(a.scale > 0.0f)) return cudaErrorInvalidValue;
   if (a.num_seqs < 0 || a.num_tokens < 0) return cudaErrorInvalidValue;
   if (a.num_seqs == 0 || a.num_tokens == 0) return cudaSuccess;
   if (!a.k_cache || !a.v_cache || !a.kv_indptr || !a.kv_indices || !a.kv_last_block_len || !a.cu_seqlens ||

@@ -1,4 +1,7 @@
-// paged_decode_attention: one query row per sequence against its paged KV cache.
+// paged_decode_attention: one query row per sequence against its paged KV cache. GQA
+// groups of 2 or more with head_dim >= 16 run on tensor cores (attention_decode_mma.cu);
+// this file holds the CUDA-core kernel for the rest (head_dim 8, one query head per kv
+// head), the split merge and the entry points.
 //
 // Grid (split, kv head × head chunk, sequence). A CTA streams its share of the context's
 // keys and values through shared memory (cp.async, kStages deep) once, for all query
@@ -10,6 +13,7 @@
 
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/attention_decode_mma.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
 
 namespace sy::cuda {
@@ -91,7 +95,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a, 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int chunk = tid % L, slot = tid / L;
 
-  const int row = a.cu_seqlens[seq];
+  const int row = seq;  // one query row per sequence: cu_seqlens[s] == s
   const attn::SeqBlocks sb = attn::seq_blocks(a, seq);
   const int ctx = min(a.positions[row] + 1, sb.context);
   const int per_split = ((ctx + num_splits - 1) / num_splits + S::kTile - 1) / S::kTile * S::kTile;
@@ -130,16 +134,25 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a, 
   }
 
   const int ntiles = (t_end - t_begin + S::kTile - 1) / S::kTile;
-  auto load_tile = [&](int tile) {
+  // Block ids of this thread's keys in a tile, fetched one tile before their copies are
+  // issued so that the block-table read's latency hides behind a tile of compute.
+  auto fetch_blocks = [&](int tile, int32_t (&ids)[kKeysPerThread]) {
+#pragma unroll
+    for (int i = 0; i < kKeysPerThread; ++i) {
+      const int j = t_begin + tile * S::kTile + slot + i * S::kSlots;
+      ids[i] = tile < ntiles && j < t_end ? sb.blocks[bs.div(j)] : -1;
+    }
+  };
+  auto load_tile = [&](int tile, const int32_t (&ids)[kKeysPerThread]) {
     if (tile >= ntiles) return;
     const int stage = tile % kStages;
-    const int base = t_begin + tile * S::kTile;
 #pragma unroll
     for (int i = 0; i < kKeysPerThread; ++i) {
       const int token = slot + i * S::kSlots;
-      const int j = base + token;
-      const bool valid = j < t_end;
-      const int64_t off = valid ? attn::cache_row(sb, bs, a.n_kv_heads, kvh, j) * D + chunk * 8 : 0;
+      const uint32_t j = t_begin + tile * S::kTile + token;
+      const bool valid = ids[i] >= 0;
+      const int64_t crow = (static_cast<int64_t>(ids[i]) * a.n_kv_heads + kvh) * bs.d + (j - bs.div(j) * bs.d);
+      const int64_t off = valid ? crow * D + chunk * 8 : 0;
       const int soff = stage * S::kStageElems + token * D + chunk * 8;
       attn::cp_async16(k_st + soff, a.k_cache + off, valid);
       attn::cp_async16(v_st + soff, a.v_cache + off, valid);
@@ -155,16 +168,20 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a, 
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
 
+  int32_t ids[kKeysPerThread];
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    load_tile(s);
+    fetch_blocks(s, ids);
+    load_tile(s, ids);
     attn::cp_async_commit();
   }
+  fetch_blocks(kStages - 1, ids);
   for (int tile = 0; tile < ntiles; ++tile) {
     attn::cp_async_wait<kStages - 2>();
     __syncthreads();
-    load_tile(tile + kStages - 1);
+    load_tile(tile + kStages - 1, ids);
     attn::cp_async_commit();
+    fetch_blocks(tile + kStages, ids);
     const int stage = tile % kStages;
     const __nv_bfloat16* kt = k_st + stage * S::kStageElems;
     const __nv_bfloat16* vt = v_st + stage * S::kStageElems;
@@ -283,46 +300,62 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a, 
 }
 
 // out = Σ_s 2^(lse_s − lse) · o_s over the splits that saw keys, lse = log2 Σ_s 2^lse_s.
+// One CTA per (head, sequence): each thread sums 4 dims over every kMergeGroups-th split,
+// so the partials stream in with many loads in flight, then the groups are added.
+constexpr int kMergeThreads = 256;
 template <int D>
-__global__ void __launch_bounds__(D) merge_kernel(PagedAttentionArgs a, int num_splits, const float* part_o,
-                                                  const float* part_lse) {
-  const int seq = blockIdx.y, head = blockIdx.x, dim = threadIdx.x;
-  const int row = a.cu_seqlens[seq];
+__global__ void __launch_bounds__(kMergeThreads) merge_kernel(PagedAttentionArgs a, int num_splits,
+                                                              const float* part_o, const float* part_lse) {
+  constexpr int kVecs = D / 4;
+  constexpr int kGroups = kMergeThreads / kVecs;
+  __shared__ float w_sm[kMaxSplits];
+  __shared__ float4 sum_sm[kGroups][kVecs];
+  const int head = blockIdx.x, seq = blockIdx.y, tid = threadIdx.x;
   const int64_t base = static_cast<int64_t>(seq) * num_splits * a.n_heads + head;
+  if (tid < num_splits) w_sm[tid] = part_lse[base + static_cast<int64_t>(tid) * a.n_heads];
+  __syncthreads();
   float mx = -INFINITY;
-  for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, part_lse[base + static_cast<int64_t>(s) * a.n_heads]);
-  float num = 0.0f, den = 0.0f;
-  if (mx != -INFINITY) {
-    for (int s = 0; s < num_splits; ++s) {
-      const int64_t idx = base + static_cast<int64_t>(s) * a.n_heads;
-      const float lse = part_lse[idx];
-      if (lse == -INFINITY) continue;
-      const float w = attn::fast_exp2(lse - mx);
-      den += w;
-      num += w * part_o[idx * D + dim];
-    }
+  for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, w_sm[s]);
+  __syncthreads();
+  if (tid < num_splits) w_sm[tid] = mx == -INFINITY ? 0.0f : attn::fast_exp2(w_sm[tid] - mx);  // 0 for empty splits
+  __syncthreads();
+  const int vec = tid % kVecs, group = tid / kVecs;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+  for (int s = group; s < num_splits; s += kGroups) {
+    const float w = w_sm[s];
+    if (w == 0.0f) continue;  // its partial was never written
+    const float4 o = *reinterpret_cast<const float4*>(part_o + (base + static_cast<int64_t>(s) * a.n_heads) * D + vec * 4);
+    acc.x += w * o.x, acc.y += w * o.y, acc.z += w * o.z, acc.w += w * o.w;
   }
-  a.out[static_cast<int64_t>(row) * a.n_heads * D + head * D + dim] = __float2bfloat16(den > 0.0f ? num / den : 0.0f);
+  sum_sm[group][vec] = acc;
+  __syncthreads();
+  if (group != 0) return;
+  float den = 0.0f;
+  for (int s = 0; s < num_splits; ++s) den += w_sm[s];
+  for (int gi = 1; gi < kGroups; ++gi) {
+    const float4 o = sum_sm[gi][vec];
+    acc.x += o.x, acc.y += o.y, acc.z += o.z, acc.w += o.w;
+  }
+  const float inv = den > 0.0f ? 1.0f / den : 0.0f;
+  uint2 packed;
+  packed.x = attn::pack_bf16x2(acc.x * inv, acc.y * inv);
+  packed.y = attn::pack_bf16x2(acc.z * inv, acc.w * inv);
+  *reinterpret_cast<uint2*>(a.out + static_cast<int64_t>(seq) * a.n_heads * D + head * D + vec * 4) = packed;
 }
 
 template <int D, int HG>
-cudaError_t launch_decode(const PagedAttentionArgs& a, int num_splits, cudaStream_t stream) {
+cudaError_t launch_decode(const PagedAttentionArgs& a, int num_splits, float* part_o, float* part_lse,
+                          cudaStream_t stream) {
   const size_t smem = decode_smem_bytes<HG>(D);
   static std::atomic<uint64_t> smem_set{0};
   if (cudaError_t e = attn::allow_smem(decode_kernel<D, HG>, smem, smem_set); e != cudaSuccess) return e;
   const int group = a.n_heads / a.n_kv_heads;
   const int head_chunks = (group + HG - 1) / HG;
-  float* part_o = static_cast<float*>(a.workspace);
-  float* part_lse = part_o + static_cast<size_t>(a.num_seqs) * num_splits * a.n_heads * D;
   const dim3 grid(num_splits, a.n_kv_heads * head_chunks, a.num_seqs);
   decode_kernel<D, HG><<<grid, kThreads, smem, stream>>>(a, FastDiv::make(a.block_size), num_splits, head_chunks,
                                                           part_o, part_lse);
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  if (num_splits > 1) {
-    merge_kernel<D><<<dim3(a.n_heads, a.num_seqs), D, 0, stream>>>(a, num_splits, part_o, part_lse);
-    return cudaGetLastError();
-  }
-  return cudaSuccess;
+  return cudaGetLastError();
 }
 
 }  // namespace
@@ -333,10 +366,10 @@ size_t attention_workspace_bytes(int max_tokens, int n_heads, int head_dim, int 
 }
 
 int decode_num_splits(int num_seqs, int n_kv_heads, int num_sms) {
-  // About four CTAs per SM in one wave (the decode kernel fits four per SM), so that a
+  // About two CTAs per SM in one wave (the tensor-core kernel fits two per SM), so that a
   // batch of one long sequence still streams its cache through every SM.
   const int ctas = std::max(1, num_seqs) * std::max(1, n_kv_heads);
-  const int want = (4 * std::max(1, num_sms) + ctas - 1) / ctas;
+  const int want = (2 * std::max(1, num_sms) + ctas - 1) / ctas;
   return std::clamp(want, 1, kMaxSplits);
 }
 
@@ -352,12 +385,22 @@ cudaError_t paged_decode_attention(const PagedAttentionArgs& a, int num_splits, 
                                                                                         a.head_dim, num_splits)))
     return cudaErrorInvalidValue;
   const int group = a.n_heads / a.n_kv_heads;
+  const bool mma_fits = group >= 2 && a.head_dim >= 16;
+  if (a.decode_variant < 0 || a.decode_variant > 2 || (a.decode_variant == 2 && !mma_fits))
+    return cudaErrorInvalidValue;
+  float* part_o = static_cast<float*>(a.workspace);
+  float* part_lse = part_o + static_cast<size_t>(a.num_seqs) * num_splits * a.n_heads * a.head_dim;
   return attn::dispatch_head_dim(a.head_dim, [&](auto d) -> cudaError_t {
     constexpr int D = decltype(d)::value;
-    if (group <= 1) return launch_decode<D, 1>(a, num_splits, stream);
-    if (group <= 2) return launch_decode<D, 2>(a, num_splits, stream);
-    if (group <= 4) return launch_decode<D, 4>(a, num_splits, stream);
-    return launch_decode<D, 8>(a, num_splits, stream);
+    cudaError_t e;
+    if (mma_fits && a.decode_variant != 1) e = attn::launch_decode_mma(a, num_splits, part_o, part_lse, stream);
+    else if (group <= 1) e = launch_decode<D, 1>(a, num_splits, part_o, part_lse, stream);
+    else if (group <= 2) e = launch_decode<D, 2>(a, num_splits, part_o, part_lse, stream);
+    else if (group <= 4) e = launch_decode<D, 4>(a, num_splits, part_o, part_lse, stream);
+    else e = launch_decode<D, 8>(a, num_splits, part_o, part_lse, stream);
+    if (e != cudaSuccess || num_splits == 1) return e;
+    merge_kernel<D><<<dim3(a.n_heads, a.num_seqs), kMergeThreads, 0, stream>>>(a, num_splits, part_o, part_lse);
+    return cudaGetLastError();
   });
 }
 

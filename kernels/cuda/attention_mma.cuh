@@ -12,6 +12,15 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// Element offset of (row, 16-byte chunk c) in a [rows][kChunks·8] bf16 tile whose chunks
+// are XOR-swizzled by the row, so that the eight rows an ldmatrix reads at one chunk
+// column fall in distinct banks.
+template <int kChunks>
+__device__ __forceinline__ int swizzled(int row, int c) {
+  constexpr int kMask = (kChunks < 8 ? kChunks : 8) - 1;
+  return row * kChunks * 8 + ((c ^ (row & kMask)) * 8);
+}
+
 // Four 8×8 b16 matrices; lanes 8i..8i+7 give the row addresses of matrix i.
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"

@@ -27,7 +27,6 @@ struct PrefillShape {
   static constexpr int kRowsCta = 16 * MT * NW;
   static constexpr int kDimPad = D < 16 ? 16 : D;  // the mma's k is 16: pad with zeros
   static constexpr int kChunks = kDimPad / 8;      // 16-byte chunks per row
-  static constexpr int kSwizzle = (kChunks < 8 ? kChunks : 8) - 1;
   static constexpr int kKSteps = kDimPad / 16;
   static constexpr int kKeyTiles = kKeysTile / 8;  // n-tiles of S
   static constexpr int kDimTiles = kDimPad / 8;    // n-tiles of O
@@ -35,10 +34,9 @@ struct PrefillShape {
   static constexpr size_t kSmemBytes = (kRowsCta + 4 * kKeysTile) * kDimPad * 2;
 };
 
-// Element offset of (row, 16-byte chunk c) in a swizzled [rows][kDimPad] tile.
 template <typename S>
 __device__ __forceinline__ int swz(int row, int c) {
-  return row * S::kDimPad + ((c ^ (row & S::kSwizzle)) * 8);
+  return attn::swizzled<S::kChunks>(row, c);
 }
 
 template <int D, int MT, int NW>
@@ -49,6 +47,7 @@ __global__ void __launch_bounds__(NW * 32) prefill_kernel(PagedAttentionArgs a, 
   __nv_bfloat16* k_sm = q_sm + S::kRowsCta * S::kDimPad;  // 2 stages
   __nv_bfloat16* v_sm = k_sm + 2 * kKeysTile * S::kDimPad;
   __shared__ int lim_lo, lim_hi;
+  __shared__ int64_t key_rows[2][kKeysTile];  // cache row of each key of a tile, -1 past the end
 
   const int seq = blockIdx.z, head = blockIdx.y;
   const int qtile = gridDim.x - 1 - blockIdx.x;  // the longest rows first
@@ -81,18 +80,26 @@ __global__ void __launch_bounds__(NW * 32) prefill_kernel(PagedAttentionArgs a, 
   const int kv_end = lim_hi, mask_from = lim_lo;
   const int n_tiles = (kv_end + kKeysTile - 1) / kKeysTile;
 
+  // Thread k < kKeysTile looks up key k of a tile in the block table; the copies of the
+  // tile's keys read the rows from key_rows.
+  auto key_row = [&](int tile) -> int64_t {
+    const int j = tile * kKeysTile + tid;
+    return j < kv_end ? attn::cache_row(sb, bs, a.n_kv_heads, kvh, j) : -1;
+  };
   auto load_kv = [&](int tile) {
     const int stage = tile & 1;
     for (int i = tid; i < kKeysTile * S::kChunks; i += S::kThreads) {
       const int kk = i / S::kChunks, c = i % S::kChunks;
-      const int j = tile * kKeysTile + kk;
-      const bool valid = j < kv_end && c < D / 8;
-      const int64_t off = valid ? attn::cache_row(sb, bs, a.n_kv_heads, kvh, j) * D + c * 8 : 0;
+      const int64_t row = key_rows[stage][kk];
+      const bool valid = row >= 0 && c < D / 8;
+      const int64_t off = valid ? row * D + c * 8 : 0;
       const int soff = stage * kKeysTile * S::kDimPad + swz<S>(kk, c);
       attn::cp_async16(k_sm + soff, a.k_cache + off, valid);
       attn::cp_async16(v_sm + soff, a.v_cache + off, valid);
     }
   };
+  if (tid < kKeysTile) key_rows[0][tid] = key_row(0), key_rows[1][tid] = key_row(1);
+  __syncthreads();
   if (n_tiles > 0) load_kv(0);
   attn::cp_async_commit();
 
@@ -130,6 +137,8 @@ __global__ void __launch_bounds__(NW * 32) prefill_kernel(PagedAttentionArgs a, 
     attn::cp_async_commit();
     attn::cp_async_wait<1>();
     __syncthreads();
+    // The block-table read for tile + 2 starts now and lands in key_rows after the compute.
+    const int64_t next_row = tid < kKeysTile && tile + 2 < n_tiles ? key_row(tile + 2) : -1;
     if constexpr (S::kQInRegs) {
       if (tile == 0) {
 #pragma unroll
@@ -182,7 +191,7 @@ __global__ void __launch_bounds__(NW * 32) prefill_kernel(PagedAttentionArgs a, 
         for (int nt = 0; nt < S::kKeyTiles; ++nt) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            float x = s[mt][nt][2 * h + e] * qk_scale;
+            float x = s[mt][nt][2 * h + e];
             if (masked_tile && tile * kKeysTile + nt * 8 + 2 * t + e >= lim[mt][h]) x = -INFINITY;
             s[mt][nt][2 * h + e] = x;
             mx = fmaxf(mx, x);
@@ -190,15 +199,17 @@ __global__ void __launch_bounds__(NW * 32) prefill_kernel(PagedAttentionArgs a, 
         }
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        // Max in raw scores (scale > 0 keeps the order); the scale folds into one FFMA per
+        // probability: p = 2^(s·c − m·c).
         const float m_new = fmaxf(m_run[mt][h], mx);
-        const float base = m_new == -INFINITY ? 0.0f : m_new;  // a row with no keys yet
-        const float alpha = attn::fast_exp2(m_run[mt][h] - base);
+        const float base = m_new == -INFINITY ? 0.0f : m_new * qk_scale;  // a row with no keys yet
+        const float alpha = attn::fast_exp2(m_run[mt][h] * qk_scale - base);
         float sum = 0.0f;
 #pragma unroll
         for (int nt = 0; nt < S::kKeyTiles; ++nt) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const float p = attn::fast_exp2(s[mt][nt][2 * h + e] - base);
+            const float p = attn::fast_exp2(fmaf(s[mt][nt][2 * h + e], qk_scale, -base));
             s[mt][nt][2 * h + e] = p;
             sum += p;
           }
@@ -235,6 +246,7 @@ __global__ void __launch_bounds__(NW * 32) prefill_kernel(PagedAttentionArgs a, 
         }
       }
     }
+    if (tid < kKeysTile) key_rows[tile & 1][tid] = next_row;  // the rows of tile + 2
     __syncthreads();  // this stage is refilled two tiles on
   }
   attn::cp_async_wait<0>();

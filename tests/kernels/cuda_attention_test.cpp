@@ -197,10 +197,16 @@ void check(Problem p, Kernel kernel, std::vector<int> splits = {}) {
     return;
   }
   if (splits.empty()) splits = {1, cuda::decode_num_splits(g.a.num_seqs, g.a.n_kv_heads, num_sms())};
-  for (int ns : splits) {
-    g.out.poison();
-    SY_CUDA_OK(cuda::paged_decode_attention(g.a, ns, nullptr));
-    expect_close(from_bf16(g.out.download()), want, "decode splits " + std::to_string(ns) + " " + what);
+  // Both decode kernels where the tensor-core one applies (GQA groups >= 2, head_dim >= 16).
+  const bool mma_fits = p.shape.n_heads / p.shape.n_kv_heads >= 2 && p.shape.head_dim >= 16;
+  for (int variant : mma_fits ? std::vector<int>{1, 2} : std::vector<int>{1}) {
+    g.a.decode_variant = variant;
+    for (int ns : splits) {
+      g.out.poison();
+      SY_CUDA_OK(cuda::paged_decode_attention(g.a, ns, nullptr));
+      expect_close(from_bf16(g.out.download()), want,
+                   "decode variant " + std::to_string(variant) + " splits " + std::to_string(ns) + " " + what);
+    }
   }
 }
 
@@ -353,6 +359,9 @@ TEST(CudaAttention, BadArgumentsAreRejected) {
   a = g.a;
   a.kv_stride = 100;  // not a whole number of 16-byte vectors
   EXPECT_EQ(cuda::write_kv_cache(a, nullptr), cudaErrorInvalidValue);
+  a = g.a;
+  a.decode_variant = 3;
+  EXPECT_EQ(cuda::paged_decode_attention(a, 1, nullptr), cudaErrorInvalidValue);
   a = g.a;
   a.prefill_rows_per_warp = 24;
   EXPECT_EQ(cuda::paged_prefill_attention(a, 1, 20, nullptr), cudaErrorInvalidValue);

@@ -3,7 +3,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <memory>
+#include <thread>
 #include <stdexcept>
 
 #include "common/check.h"
@@ -199,11 +201,28 @@ void Writer::write(const std::string& path) const {
     offset = (offset + alignment_ - 1) / alignment_ * alignment_;
   }
   o.pad_to(alignment_);
+  // Rows are produced in chunks of about 64 MiB, the rows of a chunk on all cores (row
+  // producers are pure functions of the row index), then written in order: an 8B model's
+  // 16 GB come out in seconds rather than minutes.
+  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
   std::vector<uint8_t> buf;
   for (size_t i = 0; i < tensors_.size(); ++i) {
-    buf.resize(row_bytes[i]);
-    for (size_t r = 0; r < rows[i]; ++r) {
-      tensors_[i].rows(static_cast<int64_t>(r), buf.data());
+    const size_t rb = row_bytes[i];
+    const size_t chunk = std::max<size_t>(1, (size_t{64} << 20) / std::max<size_t>(rb, 1));
+    for (size_t r0 = 0; r0 < rows[i]; r0 += chunk) {
+      const size_t n = std::min(chunk, rows[i] - r0);
+      buf.resize(n * rb);
+      auto produce = [&, r0, n](size_t t, size_t stride) {
+        for (size_t r = t; r < n; r += stride) tensors_[i].rows(static_cast<int64_t>(r0 + r), buf.data() + r * rb);
+      };
+      const size_t k = std::min(threads, n);
+      if (k <= 1 || n * rb < (size_t{1} << 20)) {
+        produce(0, 1);
+      } else {
+        std::vector<std::thread> pool;
+        for (size_t t = 0; t < k; ++t) pool.emplace_back(produce, t, k);
+        for (auto& th : pool) th.join();
+      }
       o.bytes(buf.data(), buf.size());
     }
     o.pad_to(alignment_);

@@ -29,6 +29,7 @@ class Writer {
   void set_f32_array(std::string key, std::vector<double> v);
 
   // `shape` is row-major, outermost first (reversed into GGUF's ne[] on writing).
+  // `rows(r, out)` fills row r; it may run on several threads at once for different rows.
   void add_tensor(std::string name, DType dtype, std::vector<int64_t> shape, RowFn rows);
   // Convenience for small tensors already in memory (bytes in the file's layout).
   void add_tensor_bytes(std::string name, DType dtype, std::vector<int64_t> shape, std::vector<uint8_t> bytes);

@@ -146,7 +146,9 @@ const std::vector<ModelPreset>& model_presets() {
       // name, arch, layers, hidden, heads, kv heads, head_dim, ffn, vocab, context, theta, eps, tied, bias, qk norm
       {"qwen3-0.6b", Arch::kQwen3, 28, 1024, 16, 8, 128, 3072, 151936, 40960, 1e6f, 1e-6f, true, false, true},
       {"qwen3-8b", Arch::kQwen3, 36, 4096, 32, 8, 128, 12288, 151936, 40960, 1e6f, 1e-6f, false, false, true},
-      {"llama3-8b", Arch::kLlama, 32, 4096, 32, 8, 128, 14336, 128256, 8192, 5e5f, 1e-5f, false, false, false},
+      // Llama 3.1 8B's shape and 128K context (its rope scaling is not modelled: the
+      // weights are random, the preset is for speed, not numerics).
+      {"llama3-8b", Arch::kLlama, 32, 4096, 32, 8, 128, 14336, 128256, 131072, 5e5f, 1e-5f, false, false, false},
       {"qwen2-0.5b", Arch::kQwen2, 24, 896, 14, 2, 64, 4864, 151936, 32768, 1e6f, 1e-6f, true, true, false},
       {"tiny", Arch::kQwen3, 2, 64, 4, 2, 32, 128, 0, 4096, 1e6f, 1e-6f, true, false, false},
       // Not a real model's shape: big enough that prefill costs show, small enough that

@@ -158,14 +158,14 @@ TEST_F(FaultProxyTest, ResetAfterBytesDeliversExactlyThoseBytes) {
 }
 
 TEST_F(FaultProxyTest, ResetAfterTime) {
-  FaultProxyProcess proxy(echo_.port(), {{{"type", "reset"}, {"after_ms", 200}}});
+  FaultProxyProcess proxy(echo_.port(), {{{"type", "reset"}, {"after_ms", 400}}});
   ASSERT_TRUE(proxy.started());
   const auto t0 = Clock::now();
   Client c(proxy.port());
   ASSERT_EQ(c.send_all("before"), 0);
   EXPECT_EQ(c.read(6, kPatience).data, "before");  // traffic flows until then
   EXPECT_EQ(c.read_to_end(kPatience).end, End::kReset);
-  EXPECT_GE(ms_since(t0), 200.0);
+  EXPECT_GE(ms_since(t0), 400.0);
 }
 
 TEST_F(FaultProxyTest, BlackholeAnswersNothingAndSendsNothingUpstream) {
@@ -210,12 +210,12 @@ TEST_F(FaultProxyTest, StallHoldsBytesWithTheSocketOpenUntilDeleted) {
 }
 
 TEST_F(FaultProxyTest, StallAfterTime) {
-  FaultProxyProcess proxy(echo_.port(), {{{"type", "stall"}, {"after_ms", 300}}});
+  FaultProxyProcess proxy(echo_.port(), {{{"type", "stall"}, {"after_ms", 600}}});
   ASSERT_TRUE(proxy.started());
   Client c(proxy.port());
   ASSERT_EQ(c.send_all("early"), 0);
   EXPECT_EQ(c.read(5, kPatience).data, "early");
-  std::this_thread::sleep_for(milliseconds(350));
+  std::this_thread::sleep_for(milliseconds(650));
   ASSERT_EQ(c.send_all("late"), 0);
   const auto r = c.read(4, milliseconds(400));
   EXPECT_EQ(r.end, End::kTimeout) << end_name(r.end);

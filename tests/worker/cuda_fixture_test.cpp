@@ -158,6 +158,26 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
   }
 }
 
+// Runs with or without a GPU: a bad device name or a missing device is a clear error.
+TEST(CudaBackendDevice, BadNamesAndMissingDevicesAreErrors) {
+  auto src = ModelSource::open(testing::fixture_path("qwen3-tiny-bf16.gguf"));
+  const ModelConfig config = ModelConfig::from_source(*src);
+  auto message = [&](const std::string& name) -> std::string {
+    try {
+      create_backend(name, *src, config, BackendOptions{});
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  for (const char* bad : {"cuda:", "cuda:x", "cuda:-1", "cuda0", "gpu"})
+    EXPECT_NE(message(bad).find("unknown backend"), std::string::npos) << bad;
+  const std::string missing = message("cuda:999");
+  EXPECT_NE(missing.find(testing::cuda_device_present() ? "does not exist" : "no CUDA device"),
+            std::string::npos)
+      << missing;
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(testing::all_fixture_models()),
                          param_name);
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaSameWeightsFixture,

@@ -14,6 +14,8 @@
 #include "common/model_source.h"
 #include "common/protocol/internal_api.h"
 #include "common/protocol/prompt.h"
+#include "common/http/server_limits.h"
+#include "common/http/server_metrics.h"
 #include "gateway/dashboard.h"
 #include "policy/block_hash.h"
 
@@ -39,11 +41,7 @@ http::ServerOptions server_options(const FleetConfig& c, const std::string& list
   const auto [host, port] = split_host_port(listen);
   o.host = host;
   o.port = port;
-  o.header_limit = c.limits.max_header_bytes;
-  o.body_limit = c.limits.max_body_bytes;
-  o.max_connections = static_cast<size_t>(c.limits.max_connections);
-  o.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(c.limits.header_timeout_s * 1000));
-  o.idle_timeout = std::chrono::milliseconds(static_cast<int64_t>(c.limits.idle_timeout_s * 1000));
+  http::apply_limits(c.limits, o);
   o.server_name = "switchyard-gateway";
   o.log = [](const std::string& m) { log_line("http: " + m); };
   return o;
@@ -56,7 +54,9 @@ Gateway::Gateway(FleetConfig config)
       core_strand_(boost::asio::make_strand(ioc_)),
       drain_timer_(core_strand_),
       metrics_timer_(core_strand_),
-      signals_(ioc_, SIGTERM, SIGINT) {
+      signals_(ioc_, SIGTERM, SIGINT),
+      key_limits_(std::make_shared<KeyLimits>(config_)),
+      cors_(config_.cors.allow_origins) {
   load_model();
   core_ = std::make_shared<GatewayCore>(core_strand_, config_);
   SupervisorOptions so;
@@ -70,6 +70,7 @@ Gateway::Gateway(FleetConfig config)
   ctx_->tokenizer = tokenizer_;
   ctx_->fingerprint = fingerprint_;
   ctx_->block_size = config_.worker.block_size;
+  key_limits_->register_metrics(metrics_);
 }
 
 Gateway::~Gateway() = default;
@@ -98,9 +99,9 @@ bool Gateway::authorized_admin(const http::Exchange& ex) const {
 }
 
 void Gateway::add_front_routes(http::Router& r) {
-  r.add(http::Verb::post, "/v1/completions", [this](auto ex) { handle_openai(ApiKind::kCompletion, std::move(ex)); });
-  r.add(http::Verb::post, "/v1/chat/completions", [this](auto ex) { handle_openai(ApiKind::kChatCompletion, std::move(ex)); });
-  r.add(http::Verb::get, "/v1/models", [this](auto ex) { handle_models(std::move(ex)); });
+  cors_.add(r, http::Verb::post, "/v1/completions", [this](auto ex) { handle_openai(ApiKind::kCompletion, std::move(ex)); });
+  cors_.add(r, http::Verb::post, "/v1/chat/completions", [this](auto ex) { handle_openai(ApiKind::kChatCompletion, std::move(ex)); });
+  cors_.add(r, http::Verb::get, "/v1/models", [this](auto ex) { handle_models(std::move(ex)); });
   r.add(http::Verb::get, "/health", [](auto ex) { ex->respond_json(http::Status::ok, R"({"status":"ok"})"); });
   r.add(http::Verb::get, "/ready", [this](auto ex) {
     boost::asio::post(core_strand_, [this, ex] {
@@ -135,6 +136,7 @@ void Gateway::handle_models(std::shared_ptr<http::Exchange> ex) {
 void Gateway::handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex) {
   std::string key;
   if (!authorized_user(*ex, key)) return ex->respond_error(ApiError{401, "authentication_error", "a valid API key is required", "", "invalid_api_key"});
+  if (!key_limits_->admit(key, *ex)) return;  // 429 with Retry-After
   if (shutting_down_) return ex->respond_error(ApiError::unavailable("the gateway is shutting down", "shutting_down"));
   OpenAiRequest req;
   const std::string& body = ex->request().body();
@@ -413,6 +415,8 @@ int Gateway::run() {
       return 1;
     }
   }
+  http::register_server_metrics(metrics_, *front_, "api");
+  if (admin_) http::register_server_metrics(metrics_, *admin_, "admin");
   const std::string host = split_host_port(config_.listen).first;
   std::printf("switchyard-gateway listening on http://%s:%u\n", host.c_str(), front_->port());
   if (admin_) std::printf("switchyard-gateway admin on http://%s:%u\n", split_host_port(config_.admin_listen).first.c_str(), admin_->port());

@@ -23,6 +23,8 @@
 #include "common/metrics.h"
 #include "common/protocol/openai.h"
 #include "gateway/core.h"
+#include "gateway/cors.h"
+#include "gateway/key_limits.h"
 #include "gateway/proxy_request.h"
 #include "gateway/supervisor.h"
 #include "policy/mode_controller.h"
@@ -88,6 +90,8 @@ class Gateway {
   double switch_started_ = 0;
   policy::SteadyClock clock_;
   std::unique_ptr<policy::ModeController> controller_;  // when replicas.yaml enables it
+  std::shared_ptr<KeyLimits> key_limits_;  // per-key rate and concurrency limits
+  Cors cors_;
 };
 
 }  // namespace sy::gateway

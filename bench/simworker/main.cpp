@@ -16,6 +16,7 @@
 #include "common/chat_template.h"
 #include "common/cli/serve_flags.h"
 #include "common/http/serve_loop.h"
+#include "common/http/server_limits.h"
 #include "common/model_identity.h"
 #include "common/model_limits.h"
 #include "common/model_source.h"
@@ -85,6 +86,7 @@ int run(const std::vector<std::string>& argv) {
   ho.host = f.host;
   ho.port = f.port;
   ho.log = [](const std::string& m) { std::fprintf(stderr, "http: %s\n", m.c_str()); };
+  http::apply_limits(f.limits, ho);
   http::HttpServer server(ioc, ho, api.router());
   if (std::string err = server.start(); !err.empty()) throw std::runtime_error(err);
   // One HTTP thread unless told otherwise: a fleet of simulated workers shares few cores.

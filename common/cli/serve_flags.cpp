@@ -15,11 +15,42 @@ int32_t int_in(const Args& a, const char* name, int64_t fallback, int64_t lo, in
   return static_cast<int32_t>(v);
 }
 
+const char* const kLimitFlags[] = {"max-header-bytes", "max-body-bytes",  "max-connections", "header-timeout-s",
+                                   "body-timeout-s",   "idle-timeout-s", "write-timeout-s", "max-stream-buffer-bytes",
+                                   "socket-send-buffer-bytes"};
+
+LimitsConfig read_limits(const Args& a) {
+  LimitsConfig l;
+  auto bytes = [&](const char* flag, size_t& out) {
+    const int64_t v = a.get_int(flag, static_cast<int64_t>(out));
+    if (v < 0) throw UsageError(std::string("--") + flag + " must not be negative");
+    out = static_cast<size_t>(v);
+  };
+  bytes("max-header-bytes", l.max_header_bytes);
+  bytes("max-body-bytes", l.max_body_bytes);
+  bytes("max-stream-buffer-bytes", l.max_stream_buffer_bytes);
+  bytes("socket-send-buffer-bytes", l.socket_send_buffer_bytes);
+  l.max_connections = int_in(a, "max-connections", l.max_connections, 1, 1'000'000);
+  l.header_timeout_s = a.get_double("header-timeout-s", l.header_timeout_s);
+  l.body_timeout_s = a.get_double("body-timeout-s", l.body_timeout_s);
+  l.idle_timeout_s = a.get_double("idle-timeout-s", l.idle_timeout_s);
+  l.write_timeout_s = a.get_double("write-timeout-s", l.write_timeout_s);
+  if (auto p = l.problem()) {
+    std::string flag = p->first;
+    for (char& c : flag)
+      if (c == '_') c = '-';
+    throw UsageError("--" + flag + " " + p->second);
+  }
+  return l;
+}
+
 }  // namespace
 
 std::set<std::string> serve_flag_names() {
-  return {"model",         "host",       "port",        "boot-id",           "max-num-seqs", "kv-blocks",
-          "kv-memory-gb",  "prefill-chunk", "block-size", "served-model-name", "http-threads"};
+  std::set<std::string> names = {"model",        "host",          "port",       "boot-id",           "max-num-seqs", "kv-blocks",
+                                 "kv-memory-gb", "prefill-chunk", "block-size", "served-model-name", "http-threads"};
+  names.insert(std::begin(kLimitFlags), std::end(kLimitFlags));
+  return names;
 }
 
 ServeFlags read_serve_flags(const Args& a) {
@@ -45,6 +76,7 @@ ServeFlags read_serve_flags(const Args& a) {
   f.host = a.get_or("host", "127.0.0.1");
   f.boot_id = a.get_or("boot-id", "");
   f.served_model_name = a.get_or("served-model-name", default_model_name(f.model));
+  f.limits = read_limits(a);
   return f;
 }
 

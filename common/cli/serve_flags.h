@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/cli/args.h"
+#include "common/config/fleet_config.h"
 
 namespace sy::cli {
 
@@ -24,6 +25,9 @@ struct ServeFlags {
   std::optional<double> kv_memory_gb;
   std::string served_model_name;  // default: default_model_name(model)
   int32_t http_threads = 2;
+  // The HTTP listener's limits (--max-header-bytes, --header-timeout-s, ...: the names
+  // of replicas.yaml's `limits` fields with dashes), for http::apply_limits.
+  LimitsConfig limits;
 };
 
 // Names of the valued flags above, to which a program adds its own for Args.

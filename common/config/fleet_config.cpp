@@ -1,7 +1,9 @@
 #include "common/config/fleet_config.h"
 
+#include <arpa/inet.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <fstream>
@@ -48,6 +50,36 @@ class Reader {
   std::string label_;
 };
 
+// `api_keys`: each entry a key, or a mapping of the key and its limits. Errors name the
+// entry by position, never by the key (a secret).
+void read_api_keys(const Reader& r, const YAML::Node& keys, FleetConfig& c) {
+  if (!keys) return;
+  if (!keys.IsSequence()) r.fail("api_keys", "must be a list (each a key, or {key, requests_per_s, burst, max_concurrent})");
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const YAML::Node k = keys[i];
+    const std::string at = "api_keys[" + std::to_string(i) + "]";
+    std::string key;
+    if (k.IsScalar()) {
+      key = k.as<std::string>();
+    } else if (k.IsMap()) {
+      const std::string p = at + ".";
+      r.only(k, p, {"key", "requests_per_s", "burst", "max_concurrent"});
+      r.get(k, "key", p, key);
+      KeyLimitConfig l;
+      r.get(k, "requests_per_s", p, l.requests_per_s);
+      r.get(k, "burst", p, l.burst);
+      r.get(k, "max_concurrent", p, l.max_concurrent);
+      if (!(l.requests_per_s >= 0) || !(l.burst >= 0) || l.max_concurrent < 0) r.fail(at, "limits must not be negative");
+      if (!key.empty()) c.key_limits[key] = l;
+    } else {
+      r.fail(at, "must be a key or a mapping with `key`");
+    }
+    if (key.empty()) r.fail(at, "the key must be a non-empty string");
+    if (std::find(c.api_keys.begin(), c.api_keys.end(), key) != c.api_keys.end()) r.fail(at, "repeats an earlier key");
+    c.api_keys.push_back(key);
+  }
+}
+
 }  // namespace
 
 FleetConfig FleetConfig::parse(const std::string& text, const std::string& label) {
@@ -60,7 +92,7 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
   Reader r(label);
   FleetConfig c;
   r.only(root, "", {"model", "served_model_name", "listen", "admin_listen", "devices", "modes", "default_mode", "worker", "startup",
-                   "routing", "queues", "limits", "api_keys", "admin_key", "mode_controller"});
+                   "routing", "queues", "limits", "api_keys", "admin_key", "cors", "mode_controller"});
   r.get(root, "model", "", c.model);
   r.get(root, "served_model_name", "", c.served_model_name);
   r.get(root, "listen", "", c.listen);
@@ -118,16 +150,25 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
     r.get(s, "quantum_tokens", "queues.", c.queues.quantum_tokens);
   }
   if (const YAML::Node s = root["limits"]) {
-    r.only(s, "limits.", {"max_header_bytes", "max_body_bytes", "max_connections", "header_timeout_s", "idle_timeout_s", "max_tokens_default"});
+    r.only(s, "limits.", {"max_header_bytes", "max_body_bytes", "max_connections", "header_timeout_s", "body_timeout_s", "idle_timeout_s",
+                          "write_timeout_s", "max_stream_buffer_bytes", "socket_send_buffer_bytes", "max_tokens_default"});
     r.get(s, "max_header_bytes", "limits.", c.limits.max_header_bytes);
     r.get(s, "max_body_bytes", "limits.", c.limits.max_body_bytes);
     r.get(s, "max_connections", "limits.", c.limits.max_connections);
     r.get(s, "header_timeout_s", "limits.", c.limits.header_timeout_s);
+    r.get(s, "body_timeout_s", "limits.", c.limits.body_timeout_s);
     r.get(s, "idle_timeout_s", "limits.", c.limits.idle_timeout_s);
+    r.get(s, "write_timeout_s", "limits.", c.limits.write_timeout_s);
+    r.get(s, "max_stream_buffer_bytes", "limits.", c.limits.max_stream_buffer_bytes);
+    r.get(s, "socket_send_buffer_bytes", "limits.", c.limits.socket_send_buffer_bytes);
     r.get(s, "max_tokens_default", "limits.", c.limits.max_tokens_default);
   }
-  r.get(root, "api_keys", "", c.api_keys);
+  read_api_keys(r, root["api_keys"], c);
   r.get(root, "admin_key", "", c.admin_key);
+  if (const YAML::Node s = root["cors"]) {
+    r.only(s, "cors.", {"allow_origins"});
+    r.get(s, "allow_origins", "cors.", c.cors.allow_origins);
+  }
   r.get(root, "mode_controller", "", c.mode_controller);
   if (c.served_model_name.empty()) c.served_model_name = std::filesystem::path(c.model).stem().string();
   c.validate(label);
@@ -167,7 +208,15 @@ void FleetConfig::validate(const std::string& label) const {
   if (routing.policy != "prefix" && routing.policy != "round_robin" && routing.policy != "least_loaded")
     fail("routing.policy", "must be prefix, round_robin or least_loaded");
   if (!(routing.load_bound >= 1.0)) fail("routing.load_bound", "must be >= 1");
-  if (limits.max_header_bytes < 1024 || limits.max_body_bytes < 1024) fail("limits", "header and body limits must be at least 1 KiB");
+  if (auto p = limits.problem()) fail("limits." + p->first, p->second);
+  if (!admin_key.empty() && std::find(api_keys.begin(), api_keys.end(), admin_key) != api_keys.end())
+    fail("admin_key", "must differ from every api key (user keys cannot call admin routes)");
+  for (const auto& origin : cors.allow_origins) {
+    const size_t scheme = origin.find("://");
+    const bool ok = origin == "*" || ((origin.rfind("http://", 0) == 0 || origin.rfind("https://", 0) == 0) &&
+                                      origin.find('/', scheme + 3) == std::string::npos && origin.size() > scheme + 3);
+    if (!ok) fail("cors.allow_origins", "'" + origin + "' is not an origin (scheme://host[:port], or *)");
+  }
   for (const auto& [field, address] : {std::pair<const char*, const std::string&>{"listen", listen}, {"admin_listen", admin_listen}}) {
     try {
       split_host_port(address);
@@ -175,6 +224,30 @@ void FleetConfig::validate(const std::string& label) const {
       fail(field, e.what());
     }
   }
+  // Admin routes change the fleet: without a key they must not be reachable from other hosts.
+  if (admin_key.empty() && !is_loopback_host(split_host_port(admin_listen).first))
+    fail("admin_listen", "'" + admin_listen + "' is reachable from other hosts: set admin_key, or listen on loopback");
+}
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return ::inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+std::optional<std::pair<std::string, std::string>> LimitsConfig::problem() const {
+  if (max_header_bytes < 1024) return std::pair{"max_header_bytes", "must be at least 1024"};
+  if (max_body_bytes < 1024) return std::pair{"max_body_bytes", "must be at least 1024"};
+  if (max_connections < 1) return std::pair{"max_connections", "must be at least 1"};
+  for (auto [name, v] : {std::pair{"header_timeout_s", header_timeout_s}, {"body_timeout_s", body_timeout_s},
+                         {"idle_timeout_s", idle_timeout_s}, {"write_timeout_s", write_timeout_s}})
+    if (!(v > 0) || v > 1e6) return std::pair{std::string(name), std::string("must be positive (seconds)")};
+  if (max_stream_buffer_bytes < 4096) return std::pair{"max_stream_buffer_bytes", "must be at least 4096"};
+  if (socket_send_buffer_bytes != 0 && (socket_send_buffer_bytes < 4096 || socket_send_buffer_bytes > (size_t{1} << 30)))
+    return std::pair{"socket_send_buffer_bytes", "must be 0 (the OS's) or 4096 to 1 GiB"};
+  return std::nullopt;
 }
 
 std::pair<std::string, uint16_t> split_host_port(const std::string& address) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,13 +50,34 @@ struct QueueConfig {
   int64_t quantum_tokens = 2048;
 };
 
+// The HTTP listeners' limits (common/http ServerOptions), per listener.
 struct LimitsConfig {
   size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 4 * 1024 * 1024;
   int32_t max_connections = 1024;
   double header_timeout_s = 15.0;
+  double body_timeout_s = 30.0;
   double idle_timeout_s = 60.0;
+  double write_timeout_s = 30.0;
+  size_t max_stream_buffer_bytes = 1024 * 1024;  // output waiting for one slow client
+  size_t socket_send_buffer_bytes = 256 * 1024;  // SO_SNDBUF per connection; 0: the OS's autotuning
   int32_t max_tokens_default = 256;
+
+  // The first unusable value as {field name, what is wrong}; none when all are usable.
+  std::optional<std::pair<std::string, std::string>> problem() const;
+};
+
+// Optional limits of one API key (an `api_keys` entry written as a mapping).
+struct KeyLimitConfig {
+  double requests_per_s = 0;   // 0: none
+  double burst = 0;            // 0: max(1, requests_per_s)
+  int32_t max_concurrent = 0;  // 0: none
+};
+
+// Cross-origin requests from browsers: refused (no Access-Control-* headers) unless
+// their origin is listed; "*" allows any.
+struct CorsConfig {
+  std::vector<std::string> allow_origins;
 };
 
 struct FleetConfig {
@@ -72,7 +94,9 @@ struct FleetConfig {
   QueueConfig queues;
   LimitsConfig limits;
   std::vector<std::string> api_keys;  // empty: no key needed
-  std::string admin_key;              // empty: admin routes need no key (loopback only)
+  std::map<std::string, KeyLimitConfig> key_limits;  // api keys that have limits
+  std::string admin_key;  // empty: admin routes need no key (then admin_listen must be loopback)
+  CorsConfig cors;
   bool mode_controller = false;
 
   // Loads and validates; throws std::runtime_error naming the file, the field and the
@@ -86,5 +110,8 @@ struct FleetConfig {
 
 // "host:port" → parts; throws std::runtime_error on a malformed address.
 std::pair<std::string, uint16_t> split_host_port(const std::string& address);
+
+// True for localhost, 127.0.0.0/8 and ::1: addresses other hosts cannot reach.
+bool is_loopback_host(const std::string& host);
 
 }  // namespace sy

@@ -15,6 +15,19 @@ void token_strings(const Tokenizer& tok, int32_t id, std::string& text, std::str
 
 }  // namespace
 
+std::vector<ResponderToken> responder_tokens(const InternalTokens& t) {
+  std::vector<ResponderToken> out(t.ids.size());
+  for (size_t k = 0; k < t.ids.size(); ++k) {
+    out[k].id = t.ids[k];
+    if (k < t.logprobs.size()) {
+      out[k].logprob = t.logprobs[k].logprob;
+      out[k].top_logprobs = t.logprobs[k].top;
+    }
+  }
+  if (!out.empty()) out.back().text = t.text;
+  return out;
+}
+
 OpenAiResponder::OpenAiResponder(std::shared_ptr<Exchange> exchange, ResponseHeader header, const Tokenizer& tokenizer, bool stream,
                                  bool include_usage, bool logprobs)
     : ex_(std::move(exchange)), header_(std::move(header)), tokenizer_(tokenizer), stream_(stream), include_usage_(include_usage), logprobs_(logprobs) {}

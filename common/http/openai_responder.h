@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/http/server.h"
+#include "common/protocol/internal_api.h"
 #include "common/protocol/openai.h"
 #include "common/tokenizer/tokenizer.h"
 
@@ -26,6 +27,11 @@ struct ResponderToken {
   float logprob = 0;
   std::vector<std::pair<int32_t, float>> top_logprobs;
 };
+
+// A worker's `tokens` event as responder tokens: one per id, with its logprobs; the
+// event's text goes with the last id (the text those ids complete, together), so an
+// event without ids carries none.
+std::vector<ResponderToken> responder_tokens(const InternalTokens& event);
 
 class OpenAiResponder {
  public:

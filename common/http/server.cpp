@@ -91,7 +91,8 @@ class HttpServer::Listener : public std::enable_shared_from_this<Listener> {
       });
       return;
     }
-    if (state_->connections.load() >= state_->options.max_connections) {
+    if (state_->stats.connections_open.load() >= state_->options.max_connections) {
+      ++state_->stats.connections_refused;
       reject(std::move(socket));
     } else {
       std::make_shared<Session>(std::move(socket), state_)->run();
@@ -178,7 +179,24 @@ void HttpServer::close_all() {
 }
 
 size_t HttpServer::connections() const {
-  return state_->connections.load();
+  return state_->stats.connections_open.load();
+}
+
+std::shared_ptr<const ServerStats> HttpServer::stats() const {
+  return std::shared_ptr<const ServerStats>(state_, &state_->stats);
+}
+
+void HttpServer::serve(tcp::socket socket) {
+  // The session needs its own strand, as an accepted socket gets.
+  beast::error_code ec;
+  const auto protocol = socket.local_endpoint(ec).protocol();
+  const auto protocol_of = ec ? tcp::v4() : protocol;
+  const auto native = socket.release(ec);
+  if (ec) return;
+  tcp::socket on_strand(net::make_strand(ioc_));
+  on_strand.assign(protocol_of, native, ec);
+  if (ec) return;
+  std::make_shared<Session>(std::move(on_strand), state_)->run();
 }
 
 }  // namespace sy::http

@@ -9,6 +9,12 @@
 // complete from any thread: every Exchange method is thread-safe and hands the work to
 // that strand.
 //
+// Limits protect the process from hostile or broken clients: a request's headers must
+// arrive within header_timeout of the connection (or, on a kept-alive connection, of the
+// request's first byte), however slowly they trickle; a response the client does not
+// read is dropped once max_stream_queue bytes wait for it or one write stalls for
+// write_timeout, and its handler sees the client gone. ServerStats counts each refusal.
+//
 // One request is served at a time per connection (HTTP/1.1 answers in order anyway).
 // While a handler works, the session keeps waiting for the socket to become readable:
 // EOF or a reset means the client is gone, and the exchange's cancel callback runs so
@@ -19,6 +25,7 @@
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/verb.hpp>
@@ -47,23 +54,42 @@ struct ServerOptions {
   uint16_t port = 0;                    // 0: chosen by the OS
   size_t header_limit = 16 * 1024;      // request line + headers; above: 431
   size_t body_limit = 4 * 1024 * 1024;  // above: 413
-  // From the first byte of a request to the end of its headers (slow-header clients).
-  std::chrono::milliseconds header_timeout{10'000};
+  // For a request's headers: from the connection's start (first request) or the
+  // request's first byte (later ones) to the end of the headers (slowloris clients).
+  std::chrono::milliseconds header_timeout{15'000};
   std::chrono::milliseconds body_timeout{30'000};
   // Between requests on a kept-alive connection (also before the first request).
   std::chrono::milliseconds idle_timeout{60'000};
   // One write to the client; a reader that stalls longer loses the connection.
   std::chrono::milliseconds write_timeout{30'000};
-  size_t max_connections = 4096;  // beyond: 503 and close
+  size_t max_connections = 1024;  // beyond: 503 and close
   // Streamed bytes queued for a connection whose client reads slower than the response
   // is produced; beyond this the connection is dropped (and the request cancelled).
-  size_t max_stream_queue = 8 * 1024 * 1024;
+  size_t max_stream_queue = 1024 * 1024;
+  // The kernel's send buffer per connection (SO_SNDBUF; Linux doubles it), so that a
+  // client that stops reading pins this much, not the autotuned megabytes; 0: the OS's.
+  size_t send_buffer_bytes = 256 * 1024;
   // Bytes read ahead while a handler works (a pipelined request); beyond this the
   // session stops reading until the response is done.
   size_t max_read_ahead = 64 * 1024;
   std::string server_name = "switchyard";
   // Unexpected network errors (not EOF, resets or timeouts); null: silent.
   std::function<void(const std::string&)> log;
+};
+
+// What the server refused or cut off, for /metrics. Counters only grow.
+struct ServerStats {
+  std::atomic<uint64_t> connections_open{0};
+  std::atomic<uint64_t> connections_accepted{0};
+  std::atomic<uint64_t> connections_refused{0};  // beyond max_connections
+  std::atomic<uint64_t> header_timeouts{0};      // slow or unfinished headers
+  std::atomic<uint64_t> body_timeouts{0};
+  std::atomic<uint64_t> idle_timeouts{0};        // kept-alive connections closed
+  std::atomic<uint64_t> write_timeouts{0};       // a client that stopped reading
+  std::atomic<uint64_t> streams_dropped{0};      // max_stream_queue exceeded
+  std::atomic<uint64_t> rejected_400{0};         // malformed requests
+  std::atomic<uint64_t> rejected_413{0};         // bodies over body_limit
+  std::atomic<uint64_t> rejected_431{0};         // headers over header_limit
 };
 
 class Session;
@@ -102,6 +128,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   bool write(std::string data);
   void finish();
 
+  // Keeps `resource` alive until the exchange is destroyed, which is when its handler
+  // lets go of it after the response: a per-request lease (a concurrency slot) whose
+  // destructor gives it back.
+  void hold(std::shared_ptr<void> resource);
+
   // `on_cancel` runs once, on the connection's strand, if the client goes away before
   // the response is complete; at once if it already has. Never after the response is
   // complete.
@@ -116,6 +147,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::atomic<bool> answered_{false};
   std::mutex headers_mu_;
   std::vector<std::pair<std::string, std::string>> headers_;  // added by add_header()
+  std::vector<std::shared_ptr<void>> held_;                   // by hold(); under headers_mu_
   std::atomic<bool> finished_{false};
   std::atomic<bool> cancelled_{false};
 };
@@ -123,7 +155,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 using Handler = std::function<void(std::shared_ptr<Exchange>)>;
 
 // Method + exact path → handler. A known path with another method is 405, an unknown
-// path 404, both with an OpenAI-style error body.
+// path 404, both with an OpenAI-style error body (none for HEAD: a HEAD request gets
+// headers only, and reaches only a route registered for HEAD).
 class Router {
  public:
   void add(Verb method, std::string path, Handler handler);
@@ -160,6 +193,12 @@ class HttpServer {
   void close_all();
   // Open connections.
   size_t connections() const;
+  // Counters of this server, valid as long as the pointer is held (metrics read them).
+  std::shared_ptr<const ServerStats> stats() const;
+
+  // Serves an already connected socket as one more connection, without start(): for
+  // tests and fuzzers that hand the server one end of a socketpair.
+  void serve(boost::asio::ip::tcp::socket socket);
 
  private:
   struct State;

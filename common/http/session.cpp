@@ -45,7 +45,8 @@ bool is_event_stream(const std::string& content_type) {
 
 Session::Session(tcp::socket socket, std::shared_ptr<ServerState> state)
     : stream_(std::move(socket)), state_(std::move(state)) {
-  state_->connections.fetch_add(1);
+  state_->stats.connections_open.fetch_add(1);
+  state_->stats.connections_accepted.fetch_add(1);
 }
 
 Session::~Session() {
@@ -53,7 +54,7 @@ Session::~Session() {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->sessions.erase(this);
   }
-  state_->connections.fetch_sub(1);
+  state_->stats.connections_open.fetch_sub(1);
 }
 
 void Session::run() {
@@ -65,6 +66,8 @@ void Session::run() {
   beast::error_code ec;
   // Tokens are small writes that must leave at once, not wait for Nagle.
   stream_.socket().set_option(tcp::no_delay(true), ec);
+  if (state_->options.send_buffer_bytes > 0)
+    stream_.socket().set_option(net::socket_base::send_buffer_size(static_cast<int>(state_->options.send_buffer_bytes)), ec);
   // The watch reads whatever is available without blocking (see on_watch).
   stream_.socket().non_blocking(true, ec);
   net::dispatch(stream_.get_executor(),
@@ -80,10 +83,27 @@ void Session::shutdown(bool force) {
 }
 
 void Session::fail(beast::error_code ec, const char* what) {
+  if (ec == beast::error::timeout) count_timeout();
   if (!quiet_error(ec) && state_->options.log)
     state_->options.log(std::string(what) + ": " + ec.message());
   if (in_request_) return client_gone();
   close_socket();
+}
+
+void Session::arm(Phase phase, std::chrono::steady_clock::duration timeout) {
+  phase_ = phase;
+  stream_.expires_after(timeout);
+}
+
+void Session::count_timeout() {
+  ServerStats& s = state_->stats;
+  switch (phase_) {
+    case Phase::kIdle: ++s.idle_timeouts; break;
+    case Phase::kHeader: ++s.header_timeouts; break;
+    case Phase::kBody: ++s.body_timeouts; break;
+    case Phase::kWrite: ++s.write_timeouts; break;
+    case Phase::kLinger: break;
+  }
 }
 
 // ---- reading a request ----
@@ -94,11 +114,18 @@ void Session::do_read() {
   parser_.emplace();
   parser_->header_limit(static_cast<uint32_t>(state_->options.header_limit));
   parser_->body_limit(state_->options.body_limit);
+  // The first request's headers are due header_timeout after the connection opened;
+  // a later request's, header_timeout after its first byte (the idle timeout covers
+  // the wait for that byte).
+  const auto now = std::chrono::steady_clock::now();
+  if (first_request_ || buffer_.size() > 0) header_deadline_ = now + state_->options.header_timeout;
   if (buffer_.size() > 0) return do_read_header();
-  // Wait for the first byte under the idle timeout; the header timeout starts then. A new
-  // connection that sends nothing gets only the header timeout.
-  stream_.expires_after(first_request_ ? state_->options.header_timeout
-                                       : state_->options.idle_timeout);
+  if (first_request_) {
+    phase_ = Phase::kHeader;
+    stream_.expires_at(header_deadline_);
+  } else {
+    arm(Phase::kIdle, state_->options.idle_timeout);
+  }
   stream_.async_read_some(buffer_.prepare(kReadChunk),
                           beast::bind_front_handler(&Session::on_first_bytes, shared_from_this()));
 }
@@ -106,36 +133,48 @@ void Session::do_read() {
 void Session::on_first_bytes(beast::error_code ec, size_t n) {
   if (ec) return fail(ec, "read");  // idle timeout or the client closed: just close
   buffer_.commit(n);
+  if (!first_request_) header_deadline_ = std::chrono::steady_clock::now() + state_->options.header_timeout;
   do_read_header();
 }
 
 void Session::do_read_header() {
-  stream_.expires_after(state_->options.header_timeout);
+  // One deadline for all the header bytes: a client trickling them cannot extend it.
+  phase_ = Phase::kHeader;
+  stream_.expires_at(header_deadline_);
   bhttp::async_read_header(stream_, buffer_, *parser_,
                            beast::bind_front_handler(&Session::on_read_header, shared_from_this()));
 }
 
+std::optional<ApiError> Session::read_refusal(beast::error_code ec) {
+  ServerStats& s = state_->stats;
+  // A refused HEAD request still gets no body (once its method is known).
+  head_ = parser_->is_header_done() && parser_->get().method() == bhttp::verb::head;
+  if (ec == bhttp::error::header_limit) {
+    ++s.rejected_431;
+    return ApiError{431, "invalid_request_error",
+                    "request headers exceed " + std::to_string(state_->options.header_limit) + " bytes", {},
+                    "headers_too_large"};
+  }
+  if (ec == bhttp::error::body_limit) {  // a Content-Length or a chunked body above the limit
+    ++s.rejected_413;
+    return ApiError::too_large("request body exceeds " + std::to_string(state_->options.body_limit) + " bytes");
+  }
+  if (is_syntax_error(ec)) {
+    ++s.rejected_400;
+    return ApiError::bad_request("malformed HTTP request: " + ec.message());
+  }
+  return std::nullopt;
+}
+
 void Session::on_read_header(beast::error_code ec, size_t) {
   first_request_ = false;
-  if (ec == bhttp::error::header_limit)
-    return reject(ApiError{431,
-                           "invalid_request_error",
-                           "request headers exceed " +
-                               std::to_string(state_->options.header_limit) + " bytes",
-                           {},
-                           "headers_too_large"},
-                  true);
-  if (ec == bhttp::error::body_limit)  // Content-Length above the limit
-    return reject(ApiError::too_large("request body exceeds " +
-                                      std::to_string(state_->options.body_limit) + " bytes"),
-                  true);
-  if (is_syntax_error(ec))
-    return reject(ApiError::bad_request("malformed HTTP request: " + ec.message()), true);
+  if (auto refusal = read_refusal(ec)) return reject(*refusal, true);
   if (ec) return fail(ec, "read header");
+  head_ = parser_->get().method() == bhttp::verb::head;
   const auto& req = parser_->get();
   if (beast::iequals(req[bhttp::field::expect], "100-continue") && !parser_->is_done()) {
     // curl and others wait for this before sending a body.
-    stream_.expires_after(state_->options.write_timeout);
+    arm(Phase::kWrite, state_->options.write_timeout);
     return net::async_write(stream_, net::buffer(kContinue, sizeof kContinue - 1),
                             [self = shared_from_this()](beast::error_code wec, size_t) {
                               if (wec) return self->fail(wec, "write 100-continue");
@@ -147,18 +186,13 @@ void Session::on_read_header(beast::error_code ec, size_t) {
 
 void Session::do_read_body() {
   if (parser_->is_done()) return on_read({}, 0);
-  stream_.expires_after(state_->options.body_timeout);
+  arm(Phase::kBody, state_->options.body_timeout);
   bhttp::async_read(stream_, buffer_, *parser_,
                     beast::bind_front_handler(&Session::on_read, shared_from_this()));
 }
 
 void Session::on_read(beast::error_code ec, size_t) {
-  if (ec == bhttp::error::body_limit)
-    return reject(ApiError::too_large("request body exceeds " +
-                                      std::to_string(state_->options.body_limit) + " bytes"),
-                  true);
-  if (is_syntax_error(ec))
-    return reject(ApiError::bad_request("malformed HTTP request: " + ec.message()), true);
+  if (auto refusal = read_refusal(ec)) return reject(*refusal, true);
   if (ec) return fail(ec, "read body");
   // A handler may take minutes; the watch, not a timer, notices a dead client.
   stream_.expires_never();
@@ -261,8 +295,9 @@ void Session::do_respond(uint64_t seq, std::shared_ptr<Response> response) {
   response->set(bhttp::field::server, state_->options.server_name);
   response->keep_alive(keep_alive_);
   response->prepare_payload();
+  if (head_) response->body().clear();  // Content-Length stays: the size a GET would get
   plain_ = std::move(response);
-  stream_.expires_after(state_->options.write_timeout);
+  arm(Phase::kWrite, state_->options.write_timeout);
   bhttp::async_write(stream_, *plain_,
                      beast::bind_front_handler(&Session::on_write_response, shared_from_this()));
 }
@@ -300,7 +335,7 @@ void Session::do_start_stream(uint64_t seq, Status status, std::string content_t
   if (!http10_) h.chunked(true);  // an HTTP/1.0 client reads until close instead
   stream_sr_ = std::make_unique<bhttp::response_serializer<bhttp::empty_body>>(h);
   writing_ = true;
-  stream_.expires_after(state_->options.write_timeout);
+  arm(Phase::kWrite, state_->options.write_timeout);
   bhttp::async_write_header(
       stream_, *stream_sr_,
       beast::bind_front_handler(&Session::on_write_stream_header, shared_from_this()));
@@ -321,6 +356,7 @@ bool Session::post_write(uint64_t seq, std::string data) {
     // The client reads slower than we produce: drop it rather than grow without bound.
     queued_bytes_.fetch_sub(size);
     gone_.store(true);
+    ++state_->stats.streams_dropped;
     net::post(stream_.get_executor(), [self = shared_from_this()] {
       if (self->state_->options.log)
         self->state_->options.log("stream queue overflow: dropping the connection");
@@ -350,7 +386,7 @@ void Session::do_write_pending() {
     if (!finish_requested_) return;
     if (http10_) return finish_request();  // the close ends the body
     writing_ = true;
-    stream_.expires_after(state_->options.write_timeout);
+    arm(Phase::kWrite, state_->options.write_timeout);
     net::async_write(stream_, bhttp::make_chunk_last(),
                      beast::bind_front_handler(&Session::on_write_last, shared_from_this()));
     return;
@@ -359,7 +395,7 @@ void Session::do_write_pending() {
   inflight_.swap(pending_);
   pending_.clear();
   writing_ = true;
-  stream_.expires_after(state_->options.write_timeout);
+  arm(Phase::kWrite, state_->options.write_timeout);
   if (http10_) {
     net::async_write(stream_, net::buffer(inflight_),
                      beast::bind_front_handler(&Session::on_write_chunk, shared_from_this()));
@@ -425,8 +461,9 @@ void Session::reject(const ApiError& error, bool close) {
   if (close) keep_alive_ = false;
   res->keep_alive(keep_alive_ && !stopping_);
   res->prepare_payload();
+  if (head_) res->body().clear();
   plain_ = res;
-  stream_.expires_after(state_->options.write_timeout);
+  arm(Phase::kWrite, state_->options.write_timeout);
   bhttp::async_write(stream_, *plain_,
                      [self = shared_from_this(), close](beast::error_code ec, size_t n) {
                        self->on_write_reject(close, ec, n);
@@ -444,7 +481,7 @@ void Session::do_linger_close() {
   beast::error_code ec;
   stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
   buffer_.clear();
-  stream_.expires_after(kLingerTime);
+  arm(Phase::kLinger, kLingerTime);
   stream_.async_read_some(buffer_.prepare(kReadChunk),
                           beast::bind_front_handler(&Session::on_linger, shared_from_this()));
 }
@@ -546,6 +583,11 @@ bool Exchange::write(std::string data) {
 void Exchange::finish() {
   if (finished_.exchange(true)) return;
   session_->post_finish(seq_);
+}
+
+void Exchange::hold(std::shared_ptr<void> resource) {
+  std::lock_guard<std::mutex> lock(headers_mu_);
+  held_.push_back(std::move(resource));
 }
 
 void Exchange::on_cancel(std::function<void()> on_cancel) {

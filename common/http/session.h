@@ -10,6 +10,7 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/serializer.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -25,7 +26,7 @@ namespace sy::http {
 struct ServerState {
   ServerOptions options;
   Router router;
-  std::atomic<size_t> connections{0};
+  ServerStats stats;
   std::mutex mu;
   bool stopping = false;                                          // guarded by mu
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // guarded by mu
@@ -61,6 +62,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void do_read_body();
   void on_read(boost::beast::error_code ec, size_t n);
   void handle_request(Request request);
+  // The answer to a request the parser refused (431, 413, 400), counted; none for other
+  // errors (timeouts, the client closing).
+  std::optional<ApiError> read_refusal(boost::beast::error_code ec);
 
   void start_watch();
   void on_watch(uint64_t gen, boost::beast::error_code ec);
@@ -89,15 +93,25 @@ class Session : public std::enable_shared_from_this<Session> {
   void close_socket();
   void fail(boost::beast::error_code ec, const char* what);
 
+  // What the stream's timer guards now, so that a timeout is counted where it happened.
+  enum class Phase { kIdle, kHeader, kBody, kWrite, kLinger };
+  void arm(Phase phase, std::chrono::steady_clock::duration timeout);
+  void count_timeout();
+
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   std::shared_ptr<ServerState> state_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
 
   bool first_request_ = true;
+  Phase phase_ = Phase::kHeader;
+  // When the headers of the request being read must be complete: set once per request,
+  // so that trickling bytes do not extend it.
+  std::chrono::steady_clock::time_point header_deadline_;
   bool in_request_ = false;  // from a complete request until its response is written
   bool keep_alive_ = false;
   bool http10_ = false;  // HTTP/1.0 client: no chunked encoding, close at the end
+  bool head_ = false;    // a HEAD request: its answer has headers only
   unsigned version_ = 11;
   bool stopping_ = false;
   bool closed_ = false;

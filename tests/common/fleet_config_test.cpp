@@ -38,6 +38,45 @@ modes:
   EXPECT_EQ(c.modes.at("latency").parallel, "pcp");
   EXPECT_EQ(c.startup.stagger_s, 2.0);
   EXPECT_EQ(c.limits.max_header_bytes, 16384u);
+  EXPECT_EQ(c.limits.max_body_bytes, 4194304u);
+  EXPECT_EQ(c.limits.header_timeout_s, 15.0);
+  EXPECT_TRUE(c.api_keys.empty());
+  EXPECT_TRUE(c.key_limits.empty());
+  EXPECT_TRUE(c.cors.allow_origins.empty());
+  EXPECT_EQ(split_host_port(c.admin_listen).first, "127.0.0.1");
+}
+
+TEST(FleetConfig, ApiKeysAreStringsOrMappingsWithLimits) {
+  const FleetConfig c = FleetConfig::parse(R"(
+model: m.gguf
+modes: {throughput: {replicas: 1}}
+api_keys:
+  - plain
+  - {key: limited, requests_per_s: 2.5, burst: 5, max_concurrent: 3}
+  - {key: rate-only, requests_per_s: 1}
+admin_key: boss
+admin_listen: 0.0.0.0:9000
+cors: {allow_origins: ["https://app.example", "http://localhost:3000"]}
+limits: {header_timeout_s: 1.5, write_timeout_s: 2, max_stream_buffer_bytes: 65536}
+)", "t");
+  EXPECT_EQ(c.api_keys, (std::vector<std::string>{"plain", "limited", "rate-only"}));
+  ASSERT_EQ(c.key_limits.size(), 2u);
+  EXPECT_EQ(c.key_limits.at("limited").requests_per_s, 2.5);
+  EXPECT_EQ(c.key_limits.at("limited").burst, 5.0);
+  EXPECT_EQ(c.key_limits.at("limited").max_concurrent, 3);
+  EXPECT_EQ(c.key_limits.at("rate-only").max_concurrent, 0);
+  EXPECT_EQ(c.cors.allow_origins.size(), 2u);
+  EXPECT_EQ(c.limits.header_timeout_s, 1.5);
+  EXPECT_EQ(c.limits.write_timeout_s, 2.0);
+  EXPECT_EQ(c.limits.max_stream_buffer_bytes, 65536u);
+  EXPECT_EQ(c.limits.idle_timeout_s, 60.0);  // untouched fields keep their defaults
+  EXPECT_EQ(c.limits.body_timeout_s, 30.0);
+}
+
+TEST(FleetConfig, LoopbackHosts) {
+  for (const char* h : {"127.0.0.1", "127.1.2.3", "localhost", "::1"}) EXPECT_TRUE(is_loopback_host(h)) << h;
+  for (const char* h : {"0.0.0.0", "10.0.0.1", "::", "128.0.0.1", "127.example.com", "", "example.com"})
+    EXPECT_FALSE(is_loopback_host(h)) << h;
 }
 
 TEST(FleetConfig, MistakesAreNamed) {
@@ -57,6 +96,22 @@ TEST(FleetConfig, MistakesAreNamed) {
       {"model: [unclosed\n", "invalid YAML"},
       {"model: m\nmodes: {throughput: {replicas: 2, gpus: 3}}\n", "modes.throughput.gpus: unknown field"},
       {base + "model: other.gguf\n", "model: appears twice"},
+      {base + "api_keys: [a, {key: b, requests_per_s: -1}]\n", "api_keys[1]: limits must not be negative"},
+      {base + "api_keys: [a, {key: b, rate: 3}]\n", "api_keys[1].rate: unknown field"},
+      {base + "api_keys: [a, {requests_per_s: 3}]\n", "api_keys[1]: the key must be a non-empty string"},
+      {base + "api_keys: [secret1, secret1]\n", "api_keys[1]: repeats an earlier key"},
+      {base + "api_keys: [[x]]\n", "api_keys[0]: must be a key or a mapping"},
+      {base + "api_keys: k\n", "api_keys: must be a list"},
+      {base + "api_keys: [k]\nadmin_key: k\n", "admin_key: must differ from every api key"},
+      {base + "admin_listen: 0.0.0.0:8081\n", "admin_listen: '0.0.0.0:8081' is reachable from other hosts"},
+      {base + "admin_listen: 127.example.com:8081\n", "is reachable from other hosts"},
+      {base + "cors: {allow_origins: [\"https://a.example/path\"]}\n", "cors.allow_origins: 'https://a.example/path' is not an origin"},
+      {base + "cors: {allow_origins: [a.example]}\n", "is not an origin"},
+      {base + "cors: {origins: [\"*\"]}\n", "cors.origins: unknown field"},
+      {base + "limits: {write_timeout_s: 0}\n", "limits.write_timeout_s: must be positive"},
+      {base + "limits: {max_stream_buffer_bytes: 100}\n", "limits.max_stream_buffer_bytes: must be at least 4096"},
+      {base + "limits: {max_connections: 0}\n", "limits.max_connections: must be at least 1"},
+      {base + "limits: {socket_send_buffer_bytes: 100}\n", "limits.socket_send_buffer_bytes: must be 0"},
   };
   for (const Row& r : rows) {
     const std::string e = error_of(r.yaml);

@@ -12,6 +12,8 @@
 #include "common/error.h"
 #include "common/http/serve_loop.h"
 #include "common/http/server.h"
+#include "common/http/server_limits.h"
+#include "common/http/server_metrics.h"
 #include "common/model_identity.h"
 #include "common/model_source.h"
 #include "common/tokenizer/tokenizer.h"
@@ -75,8 +77,10 @@ int run_serve(const std::vector<std::string>& argv) {
   so.host = f.host;
   so.port = f.port;
   so.log = [](const std::string& m) { std::fprintf(stderr, "http: %s\n", m.c_str()); };
+  http::apply_limits(f.limits, so);
   http::HttpServer server(ioc, so, api.router());
   if (std::string err = server.start(); !err.empty()) throw std::runtime_error(err);
+  http::register_server_metrics(api.metrics(), server, "api");
   engine.start();  // /ready turns 200 after its warm-up step
 
   http::serve_until_signal(ioc, server,

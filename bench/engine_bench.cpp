@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
     const int32_t max_batch = *std::max_element(batches.begin(), batches.end());
     BackendOptions opt;
     opt.num_kv_blocks = max_batch * blocks_for(prompt_tokens + decode_tokens, opt.block_size);
+    // Every batch size runs as the server would: decode steps from CUDA graphs (captured
+    // up to max_num_seqs), prefill of all prompts in one step.
+    opt.max_num_seqs = max_batch;
+    opt.max_step_tokens = max_batch * prompt_tokens;
     const auto t_load = std::chrono::steady_clock::now();
     auto backend = create_backend(a.get_or("device", "cpu"), *src, config, opt);
     const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();

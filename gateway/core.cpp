@@ -34,7 +34,25 @@ GatewayCore::GatewayCore(boost::asio::any_io_executor core, const FleetConfig& c
             return o;
           }(),
           clock_),
-      fleet_(std::make_shared<Fleet>(core, config.routing.approx_index_capacity)) {}
+      fleet_(std::make_shared<Fleet>(core, config.routing.approx_index_capacity)),
+      resilience_(config.resilience),
+      budget_(config.resilience.budget_ratio),
+      redispatch_(core) {}
+
+AttemptTimeouts GatewayCore::timeouts_for(const ProxyRequest& r) const {
+  const ResilienceConfig& x = resilience_;
+  AttemptTimeouts t;
+  // Without samples yet, the bounds' upper ends: wait long rather than hedge blindly.
+  auto bounded = [](double v, double lo, double hi) { return std::clamp(v, lo, hi); };
+  const PriorityClass most = priority_class(parse_priority_name(x.hedge_max_priority).value_or(kPriorityStandard));
+  const bool hedgeable = x.hedge && static_cast<int>(r.priority_class()) <= static_cast<int>(most);
+  if (hedgeable)
+    t.hedge_delay = attempt_ttft_.size() < 8 ? x.hedge_delay_max_s
+                                             : bounded(x.hedge_delay_factor * attempt_ttft_.percentile(0.9), x.hedge_delay_min_s, x.hedge_delay_max_s);
+  t.first_token = x.first_token_timeout_s;
+  t.stall = itl_.size() < 8 ? x.stall_max_s : bounded(x.stall_factor * itl_.percentile(0.99), x.stall_min_s, x.stall_max_s);
+  return t;
+}
 
 void GatewayCore::submit(std::shared_ptr<ProxyRequest> r) {
   ++counters_.requests_total;
@@ -73,17 +91,23 @@ void GatewayCore::dispatch() {
     queued_.erase(it);
     route(std::move(r), std::nullopt);
   }
+  // Work waits while every replica with room is ejected: come back when one returns.
+  if (!paused_ && queue_.size() > 0)
+    if (auto t = fleet_->next_ejection_end()) {
+      redispatch_.expires_at(*t + std::chrono::milliseconds(1));
+      redispatch_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec) self->dispatch();
+      });
+    }
 }
 
-// Sends r to the best replica with room (not `exclude` when another has room), or back
-// into the queue when none has.
-void GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> exclude) {
+bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> exclude, bool strict, bool hedge) {
   const auto hashes = r->prefix_hashes();
   auto states = fleet_->states(hashes, /*with_room=*/true);
   if (exclude && *exclude < states.size()) {
     bool other = false;
     for (size_t i = 0; i < states.size(); ++i) other = other || (i != *exclude && states[i].available);
-    if (other) states[*exclude].available = false;
+    if (other || strict) states[*exclude].available = false;
   }
   policy::RouteRequest rr;
   rr.affinity_key = hashes.empty() ? r->prompt_key() : hashes.front();
@@ -91,25 +115,43 @@ void GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
   rr.block_size = fleet_->size() > 0 ? fleet_->info(0).block_size : 16;
   const auto choice = router_->choose(rr, states);
   if (!choice || paused_) {
+    if (strict) return false;
     queue_.push({r->id(), r->priority_class(), r->api_key(), r->cost_tokens(), 0});
     queued_[r->id()] = std::move(r);
-    return;
+    return false;
   }
   const size_t i = *choice;
   const int64_t cached = std::min<int64_t>(static_cast<int64_t>(states[i].matched_blocks) * rr.block_size, rr.prompt_tokens);
   fleet_->dispatched(i, hashes, rr.prompt_tokens - cached);
-  r->dispatch(i, fleet_->info(i), rr.prompt_tokens - cached);
+  const AttemptTimeouts t = timeouts_for(*r);
+  r->dispatch(i, fleet_->info(i), rr.prompt_tokens - cached, t, hedge);
+  return true;
 }
 
-bool GatewayCore::retry(std::shared_ptr<ProxyRequest> r, size_t failed_replica) {
+bool GatewayCore::retry(std::shared_ptr<ProxyRequest> r, size_t failed_replica, int32_t attempts) {
   fleet_->attempt_failed(failed_replica);
-  if (!budget_.try_spend()) {
+  if (attempts >= resilience_.max_attempts || !budget_.try_spend()) {
     ++counters_.retries_denied;
     return false;
   }
   ++counters_.retries;
   route(std::move(r), failed_replica);
   return true;
+}
+
+void GatewayCore::hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, int32_t attempts) {
+  if (paused_ || attempts >= resilience_.max_attempts) return;
+  // A replica with room must exist before the budget pays for the hedge.
+  bool other = false;
+  const auto states = fleet_->states({}, /*with_room=*/true);
+  for (size_t i = 0; i < states.size(); ++i) other = other || (i != busy_replica && states[i].available);
+  if (!other) return;
+  if (!budget_.try_spend()) {
+    ++counters_.hedges_denied;
+    return;
+  }
+  ++counters_.hedges;
+  route(std::move(r), busy_replica, /*strict=*/true, /*hedge=*/true);
 }
 
 void GatewayCore::request_done(ProxyRequest& r, bool ok, bool cancelled) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <functional>
 #include <memory>
@@ -49,10 +50,22 @@ struct GatewayCounters {
   int64_t failed = 0;
   int64_t cancelled = 0;
   int64_t retries = 0;           // attempts after the first (failover)
-  int64_t retries_denied = 0;    // failures the hedge budget did not pay a retry for
+  int64_t retries_denied = 0;    // failures the hedge budget (or max_attempts) did not pay a retry for
+  int64_t hedges = 0;            // second attempts sent before a first token
+  int64_t hedges_won = 0;        // ... that produced the first token
+  int64_t hedges_denied = 0;     // hedges the budget refused
+  int64_t stalls = 0;            // attempts failed over for silence (stall or no first token)
   int64_t output_tokens = 0;
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
+};
+
+// When an attempt's silence ends it, computed on the core strand at dispatch from recent
+// latencies and the resilience config (seconds; hedge_delay 0: no hedge).
+struct AttemptTimeouts {
+  double hedge_delay = 0;
+  double first_token = 120;
+  double stall = 30;
 };
 
 class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
@@ -72,7 +85,14 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   void submit(std::shared_ptr<ProxyRequest> r);
   // An attempt on `failed_replica` failed: if the budget allows, sends the request again
   // (to another replica when one has room, else through the queue) and returns true.
-  bool retry(std::shared_ptr<ProxyRequest> r, size_t failed_replica);
+  bool retry(std::shared_ptr<ProxyRequest> r, size_t failed_replica, int32_t attempts);
+  // r's attempt on `busy_replica` has no first token after the hedge delay: if the budget
+  // allows and another replica has room, sends a second attempt there.
+  void hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, int32_t attempts);
+  void hedge_won() { ++counters_.hedges_won; }
+  void stalled() { ++counters_.stalls; }
+  // An attempt's first token came `s` seconds after it was sent (the hedge delay's input).
+  void observe_attempt_ttft(double s) { attempt_ttft_.add(s); }
   // The client left while queued; false when the request is no longer queued.
   bool withdraw(uint64_t id);
   // A dispatched request is over (any outcome); frees its replica slot.
@@ -108,9 +128,15 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   std::unordered_map<uint64_t, std::shared_ptr<ProxyRequest>> queued_;
   GatewayCounters counters_;
   bool paused_ = false;
-  LatencyWindow ttft_, itl_;
+  LatencyWindow ttft_, itl_, attempt_ttft_;
+  ResilienceConfig resilience_;
   policy::HedgeBudget budget_;
-  void route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> exclude);
+  boost::asio::steady_timer redispatch_;  // wakes dispatch() when an ejection ends
+  AttemptTimeouts timeouts_for(const ProxyRequest& r) const;
+  // Sends r to the best replica with room. `exclude`: not that one when another has room
+  // (strict: never that one); returns false when no replica has room (then r is queued
+  // again unless strict).
+  bool route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> exclude, bool strict = false, bool hedge = false);
 };
 
 }  // namespace sy::gateway

@@ -141,6 +141,13 @@ bool Fleet::any_alive() const {
   return false;
 }
 
+std::optional<std::chrono::steady_clock::time_point> Fleet::next_ejection_end() const {
+  std::optional<std::chrono::steady_clock::time_point> t;
+  for (size_t i = 0; i < loads_.size(); ++i)
+    if (infos_[i].phase == ReplicaPhase::kReady && loads_[i].ejected() && (!t || loads_[i].ejected_until < *t)) t = loads_[i].ejected_until;
+  return t;
+}
+
 void Fleet::attempt_failed(size_t i) {
   if (i >= loads_.size()) return;
   ReplicaLoad& l = loads_[i];

@@ -7,6 +7,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -56,6 +57,8 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
   bool usable(size_t i) const;
   bool any_with_room() const;
   bool any_alive() const;  // ready, starting or restarting: worth queueing for
+  // When the earliest ejection of a ready replica ends (queued work can go then).
+  std::optional<std::chrono::steady_clock::time_point> next_ejection_end() const;
 
   // Bookkeeping around one request on replica i.
   void dispatched(size_t i, std::span<const uint64_t> prefix_hashes, int64_t uncached_tokens);

@@ -3,10 +3,19 @@
 #include <boost/asio/post.hpp>
 #include <random>
 
-#include "gateway/core.h"
 #include "policy/block_hash.h"
 
 namespace sy::gateway {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+SteadyClock::duration seconds(double s) {
+  return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
+}
+
+}  // namespace
 
 ProxyRequest::ProxyRequest(std::shared_ptr<ProxyContext> ctx, std::shared_ptr<http::Exchange> exchange, OpenAiRequest request,
                            std::vector<int32_t> prompt_ids, ResponseHeader header, int32_t priority, std::string api_key, uint64_t id)
@@ -19,7 +28,8 @@ ProxyRequest::ProxyRequest(std::shared_ptr<ProxyContext> ctx, std::shared_ptr<ht
       priority_(priority),
       api_key_(std::move(api_key)),
       id_(id),
-      responder_(ex_, header_, *ctx_->tokenizer, request_.stream, request_.include_usage, request_.sampling.logprobs >= 0) {
+      responder_(ex_, header_, *ctx_->tokenizer, request_.stream, request_.include_usage, request_.sampling.logprobs >= 0),
+      watchdog_(ex_->executor()) {
   // A continuation elsewhere must draw the same random numbers: fix the seed now.
   if (!request_.sampling.greedy() && !request_.sampling.seed) request_.sampling.seed = std::random_device{}() * 0x100000001ull + id_;
 }
@@ -42,179 +52,241 @@ void ProxyRequest::reject(const ApiError& error, int retry_after_s) {
   });
 }
 
-void ProxyRequest::dispatch(size_t replica, const ReplicaInfo& info, int64_t uncached_tokens) {
-  boost::asio::post(ex_->executor(), [self = shared_from_this(), replica, info, uncached_tokens] {
-    self->replica_ = replica;
-    self->replica_info_ = info;
-    self->uncached_tokens_ = uncached_tokens;
-    self->dispatched_ = true;
-    self->attempt_open_ = true;
-    self->attempt_first_token_ = false;
-    ++self->attempts_;
-    self->dispatched_at_ = std::chrono::steady_clock::now();
-    if (self->finished_) {  // ended meanwhile (cannot normally happen): give the slot back
-      self->attempt_open_ = false;
-      boost::asio::post(self->ctx_->core->executor(), [core = self->ctx_->core, replica, uncached_tokens] {
-        core->fleet().finished(replica, false, uncached_tokens, 0, 0);
+void ProxyRequest::dispatch(size_t replica, const ReplicaInfo& info, int64_t uncached_tokens, const AttemptTimeouts& timeouts, bool hedge) {
+  auto a = std::make_shared<Attempt>();
+  a->replica = replica;
+  a->info = info;
+  a->uncached_tokens = uncached_tokens;
+  a->hedge = hedge;
+  boost::asio::post(ex_->executor(), [self = shared_from_this(), a, timeouts] {
+    if (self->finished_ || self->ex_->cancelled() || (a->hedge && self->first_token_)) {
+      // Over meanwhile, or the hedge came too late: give the slot back unused.
+      boost::asio::post(self->ctx_->core->executor(), [core = self->ctx_->core, a] {
+        core->fleet().finished(a->replica, false, a->uncached_tokens, 0, 0);
         core->dispatch();
       });
+      if (!self->finished_ && self->ex_->cancelled() && self->live_.empty()) self->end(false, true);
       return;
     }
-    if (self->ex_->cancelled()) return self->end(false, true);
-    self->ex_->add_header("x-switchyard-replica", info.id);
-    self->start_upstream();
+    a->number = ++self->attempts_;
+    a->sent_at = SteadyClock::now();
+    self->timeouts_ = timeouts;
+    self->live_.push_back(a);
+    self->start_attempt(a);
+    self->rearm_watchdog();
   });
 }
 
-void ProxyRequest::start_upstream() {
+void ProxyRequest::start_attempt(const AttemptPtr& a) {
   InternalGenerateRequest g;
-  g.request_id = "gw-" + header_.id + "-" + std::to_string(attempts_);  // a stalled earlier attempt may still live
+  g.request_id = "gw-" + header_.id + "-" + std::to_string(a->number);  // an earlier attempt may still live
   g.prompt_ids = prompt_ids_;
   g.resume_ids = generated_;
   g.sampling = request_.sampling;
   g.priority = priority_;
   UpstreamRequest req;
-  req.host = replica_info_.host;
-  req.port = replica_info_.port;
+  req.host = a->info.host;
+  req.port = a->info.port;
   req.method = "POST";
   req.target = "/internal/generate";
   req.body = internal_generate_body(g);
   req.idle_timeout = ctx_->upstream_idle_timeout;
   UpstreamHandlers h;
   auto self = shared_from_this();
-  h.on_headers = [self](int status, std::string_view ct) { self->on_headers(status, ct); };
-  h.on_data = [self](std::string_view d) { self->on_data(d); };
-  h.on_done = [self](boost::beast::error_code ec, std::string what) { self->on_done(ec, what); };
-  parser_ = http::SseParser();
-  upstream_status_ = 0;
-  error_body_.clear();
-  call_ = UpstreamCall::start(ex_->executor(), std::move(req), std::move(h));
+  h.on_headers = [a](int status, std::string_view) { a->status = status; };
+  h.on_data = [self, a](std::string_view d) { self->on_data(a, d); };
+  h.on_done = [self, a](boost::beast::error_code ec, std::string what) { self->on_done(a, ec, what); };
+  a->call = UpstreamCall::start(ex_->executor(), std::move(req), std::move(h));
 }
 
-void ProxyRequest::on_headers(int status, std::string_view) { upstream_status_ = status; }
+bool ProxyRequest::live(const AttemptPtr& a) const {
+  return !finished_ && std::find(live_.begin(), live_.end(), a) != live_.end();
+}
 
-void ProxyRequest::on_data(std::string_view data) {
-  if (finished_ || !attempt_open_) return;
-  if (upstream_status_ != 200) {
-    if (error_body_.size() < 64 * 1024) error_body_.append(data);
+void ProxyRequest::on_data(const AttemptPtr& a, std::string_view data) {
+  if (!live(a)) return;
+  if (a->status != 200) {
+    if (a->error_body.size() < 64 * 1024) a->error_body.append(data);
     return;
   }
   std::vector<http::SseEvent> events;
-  const bool ok = parser_.feed(data, events);
+  const bool ok = a->parser.feed(data, events);
   for (const auto& e : events) {
-    handle_event(e);
-    if (finished_ || !attempt_open_) return;  // ended, or this attempt failed
+    handle_event(a, e);
+    if (!live(a)) return;  // ended, or this attempt failed or lost
   }
-  if (!ok) attempt_failed(ApiError::internal("the worker's stream was malformed"));
+  if (!ok) attempt_failed(a, ApiError::internal("the worker's stream was malformed"));
 }
 
-void ProxyRequest::handle_event(const http::SseEvent& e) {
+void ProxyRequest::handle_event(const AttemptPtr& a, const http::SseEvent& e) {
   if (e.type == "tokens") {
     InternalTokens t;
     if (parse_internal_tokens(e.data, t)) return;
-    if (t.index != static_cast<int32_t>(generated_.size())) {  // a gap or a repeat: not the stream we asked for
-      return attempt_failed(ApiError::internal("the worker's token stream was out of order"));
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (!attempt_first_token_) {
-      attempt_first_token_ = true;
-      const double on_worker = std::chrono::duration<double>(now - dispatched_at_).count();
-      boost::asio::post(ctx_->core->executor(), [core = ctx_->core, i = replica_, n = uncached_tokens_, on_worker] {
-        core->fleet().first_token(i, n, on_worker);
-      });
-    }
-    if (!first_token_) {
-      first_token_ = true;
-      const double ttft = std::chrono::duration<double>(now - arrived_at_).count();
-      boost::asio::post(ctx_->core->executor(), [core = ctx_->core, ttft] { core->observe_ttft(ttft); });
-      boost::asio::post(ctx_->core->executor(), [core = ctx_->core, n = static_cast<int64_t>(t.ids.size())] { core->count_output(n); });
-    } else if (!t.ids.empty()) {
-      const double gap = std::chrono::duration<double>(now - last_token_at_).count() / static_cast<double>(t.ids.size());
-      boost::asio::post(ctx_->core->executor(), [core = ctx_->core, gap, n = static_cast<int64_t>(t.ids.size())] {
-        core->observe_itl(gap);
-        core->count_output(n);
-      });
-    }
-    last_token_at_ = now;
-    std::vector<http::ResponderToken> out(t.ids.size());
-    for (size_t k = 0; k < t.ids.size(); ++k) {
-      out[k].id = t.ids[k];
-      if (k < t.logprobs.size()) {
-        out[k].logprob = t.logprobs[k].logprob;
-        out[k].top_logprobs = t.logprobs[k].top;
-      }
-    }
-    if (!out.empty()) out.back().text = t.text;  // the text the ids complete, together
-    generated_.insert(generated_.end(), t.ids.begin(), t.ids.end());
-    responder_.tokens(out);
+    if (t.index != static_cast<int32_t>(generated_.size()))  // a gap or a repeat: not the stream we asked for
+      return attempt_failed(a, ApiError::internal("the worker's token stream was out of order"));
+    on_tokens(a, t);
   } else if (e.type == "finish") {
     InternalFinish f;
-    if (auto err = parse_internal_finish(e.data, f)) return attempt_failed(ApiError::internal("the worker's finish event was malformed"));
-    usage_ = f.usage;
+    if (parse_internal_finish(e.data, f)) return attempt_failed(a, ApiError::internal("the worker's finish event was malformed"));
     boost::asio::post(ctx_->core->executor(), [core = ctx_->core, u = f.usage] { core->count_usage(u); });
+    if (!first_token_) ex_->add_header("x-switchyard-replica", a->info.id);
     responder_.finish(f.finish_reason, f.text, f.usage);
-    end(true, false);
+    end(true, false, &f.usage);
   } else if (e.type == "error") {  // the worker aborted (shutdown) or failed: try elsewhere
-    attempt_failed(ApiError::unavailable("the worker failed the request: " + e.data, "upstream_error"));
+    attempt_failed(a, ApiError::unavailable("the worker failed the request: " + e.data, "upstream_error"));
   }
 }
 
-void ProxyRequest::on_done(boost::beast::error_code ec, const std::string& what) {
-  if (finished_ || !attempt_open_) return;
-  if (upstream_status_ >= 400 && upstream_status_ < 500 && !responder_.begun()) {
+void ProxyRequest::on_tokens(const AttemptPtr& a, const InternalTokens& t) {
+  const auto now = SteadyClock::now();
+  GatewayCore& core = *ctx_->core;
+  if (!a->first_token) {
+    a->first_token = true;
+    const double on_worker = std::chrono::duration<double>(now - a->sent_at).count();
+    boost::asio::post(core.executor(), [c = ctx_->core, i = a->replica, n = a->uncached_tokens, on_worker] {
+      c->fleet().first_token(i, n, on_worker);
+      c->observe_attempt_ttft(on_worker);
+    });
+  }
+  if (!first_token_) {
+    // This attempt wins the race: the others are cancelled on their workers.
+    first_token_ = true;
+    for (const AttemptPtr& other : std::vector<AttemptPtr>(live_))
+      if (other != a) close_attempt(other, false);
+    if (a->hedge) boost::asio::post(core.executor(), [c = ctx_->core] { c->hedge_won(); });
+    ex_->add_header("x-switchyard-replica", a->info.id);
+    const double ttft = std::chrono::duration<double>(now - arrived_at_).count();
+    boost::asio::post(core.executor(), [c = ctx_->core, ttft, n = static_cast<int64_t>(t.ids.size())] {
+      c->observe_ttft(ttft);
+      c->count_output(n);
+    });
+  } else if (!t.ids.empty()) {
+    const double gap = std::chrono::duration<double>(now - last_token_at_).count() / static_cast<double>(t.ids.size());
+    boost::asio::post(core.executor(), [c = ctx_->core, gap, n = static_cast<int64_t>(t.ids.size())] {
+      c->observe_itl(gap);
+      c->count_output(n);
+    });
+  }
+  last_token_at_ = now;
+  std::vector<http::ResponderToken> out(t.ids.size());
+  for (size_t k = 0; k < t.ids.size(); ++k) {
+    out[k].id = t.ids[k];
+    if (k < t.logprobs.size()) {
+      out[k].logprob = t.logprobs[k].logprob;
+      out[k].top_logprobs = t.logprobs[k].top;
+    }
+  }
+  if (!out.empty()) out.back().text = t.text;  // the text the ids complete, together
+  generated_.insert(generated_.end(), t.ids.begin(), t.ids.end());
+  responder_.tokens(out);
+  rearm_watchdog();
+}
+
+void ProxyRequest::on_done(const AttemptPtr& a, boost::beast::error_code, const std::string& what) {
+  if (!live(a)) return;
+  if (a->status >= 400 && a->status < 500 && !responder_.begun()) {
     // The worker refused the request itself: pass its answer on (another would too).
-    ex_->respond_json(static_cast<http::Status>(upstream_status_), error_body_);
+    ex_->add_header("x-switchyard-replica", a->info.id);
+    ex_->respond_json(static_cast<http::Status>(a->status), a->error_body);
     return end(false, false);
   }
-  const std::string why = upstream_status_ >= 500 ? "answered " + std::to_string(upstream_status_) : what;
-  attempt_failed(ApiError::unavailable("the worker connection ended before the response was complete (" + why + ")", "upstream_error"));
+  const std::string why = a->status >= 500 ? "answered " + std::to_string(a->status) : what;
+  attempt_failed(a, ApiError::unavailable("the worker connection ended before the response was complete (" + why + ")", "upstream_error"));
 }
 
-void ProxyRequest::attempt_failed(const ApiError& why) {
-  if (finished_ || !attempt_open_) return;
+void ProxyRequest::close_attempt(const AttemptPtr& a, bool succeeded, const Usage* usage) {
+  auto it = std::find(live_.begin(), live_.end(), a);
+  if (it == live_.end()) return;
+  live_.erase(it);
+  if (a->call) a->call->cancel();  // the worker sees its client go and frees the request
+  a->call.reset();
+  boost::asio::post(ctx_->core->executor(), [core = ctx_->core, a, succeeded, p = usage ? usage->prompt_tokens : 0,
+                                              c = usage ? usage->cached_tokens : 0] {
+    core->fleet().finished(a->replica, a->first_token, a->uncached_tokens, p, c);
+    if (succeeded) core->fleet().attempt_succeeded(a->replica);
+  });
+}
+
+void ProxyRequest::attempt_failed(const AttemptPtr& a, const ApiError& why) {
+  if (!live(a)) return;
   if (ex_->cancelled()) return end(false, true);
-  attempt_open_ = false;
-  dispatched_ = false;
-  if (call_) call_->cancel();
-  call_.reset();
-  boost::asio::post(ctx_->core->executor(), [self = shared_from_this(), why, i = replica_, first = attempt_first_token_, n = uncached_tokens_] {
-    GatewayCore& core = *self->ctx_->core;
-    core.fleet().finished(i, first, n, 0, 0);
-    if (core.retry(self, i)) return;
+  close_attempt(a, false);
+  if (!live_.empty()) {  // a racing sibling carries on
+    boost::asio::post(ctx_->core->executor(), [core = ctx_->core, i = a->replica] {
+      core->fleet().attempt_failed(i);
+      core->dispatch();
+    });
+    return rearm_watchdog();
+  }
+  watchdog_.cancel();
+  boost::asio::post(ctx_->core->executor(), [self = shared_from_this(), why, i = a->replica, n = attempts_] {
+    if (self->ctx_->core->retry(self, i, n)) return;
     boost::asio::post(self->ex_->executor(), [self, why] {
       if (self->finished_) return;
-      self->finished_ = true;
+      self->end(false, false);
       self->responder_.fail(why);
-      boost::asio::post(self->ctx_->core->executor(), [self] { self->ctx_->core->request_done(*self, false, false); });
     });
   });
 }
 
+void ProxyRequest::rearm_watchdog() {
+  if (finished_ || live_.empty()) return watchdog_.cancel(), void();
+  SteadyClock::time_point due = SteadyClock::time_point::max();
+  for (const AttemptPtr& a : live_) due = std::min(due, silence_limit(a));
+  if (!first_token_ && !hedge_asked_ && live_.size() == 1 && timeouts_.hedge_delay > 0)
+    due = std::min(due, live_.front()->sent_at + seconds(timeouts_.hedge_delay));
+  const uint64_t generation = ++watchdog_generation_;
+  watchdog_.expires_at(due);
+  watchdog_.async_wait([self = shared_from_this(), generation](boost::system::error_code ec) {
+    if (!ec && generation == self->watchdog_generation_) self->on_watchdog();
+  });
+}
+
+SteadyClock::time_point ProxyRequest::silence_limit(const AttemptPtr& a) const {
+  // Until its first token an attempt may prefill (prompt and resumed ids); after it, the
+  // stall limit runs from the latest token.
+  return a->first_token ? last_token_at_ + seconds(timeouts_.stall) : a->sent_at + seconds(timeouts_.first_token);
+}
+
+void ProxyRequest::on_watchdog() {
+  if (finished_ || live_.empty()) return;
+  const auto now = SteadyClock::now();
+  for (const AttemptPtr& a : std::vector<AttemptPtr>(live_)) {
+    if (now < silence_limit(a)) continue;
+    boost::asio::post(ctx_->core->executor(), [c = ctx_->core] { c->stalled(); });
+    attempt_failed(a, a->first_token ? ApiError::unavailable("the worker stalled mid-stream", "upstream_stalled")
+                                     : ApiError::unavailable("the worker sent no first token in time", "upstream_stalled"));
+    if (finished_ || live_.empty()) return;
+  }
+  if (!first_token_ && !hedge_asked_ && live_.size() == 1 && timeouts_.hedge_delay > 0 && now - live_.front()->sent_at >= seconds(timeouts_.hedge_delay)) {
+    hedge_asked_ = true;
+    boost::asio::post(ctx_->core->executor(), [self = shared_from_this(), i = live_.front()->replica, n = attempts_] {
+      self->ctx_->core->hedge(self, i, n);
+    });
+  }
+  rearm_watchdog();
+}
+
 void ProxyRequest::client_gone() {
   if (finished_) return;
-  if (!dispatched_) {
-    // Still queued: leave the queue (if the core already dispatched it, dispatch() sees
-    // the cancelled exchange and ends it).
-    boost::asio::post(ctx_->core->executor(), [self = shared_from_this()] { self->ctx_->core->withdraw(self->id_); });
+  if (live_.empty()) {
+    // Queued (or between attempts): leave the queue. If the core already dispatched it,
+    // dispatch() sees the cancelled exchange and ends it.
+    boost::asio::post(ctx_->core->executor(), [self = shared_from_this()] {
+      if (self->ctx_->core->withdraw(self->id_)) boost::asio::post(self->ex_->executor(), [self] { self->finished_ = true; });
+    });
     return;
   }
-  if (call_) call_->cancel();  // the worker sees its client go and frees the request
   end(false, true);
 }
 
-void ProxyRequest::end(bool ok, bool cancelled) {
+void ProxyRequest::end(bool ok, bool cancelled, const Usage* usage) {
   if (finished_) return;
+  for (const AttemptPtr& a : std::vector<AttemptPtr>(live_)) close_attempt(a, ok, usage);
   finished_ = true;
-  if (call_) call_->cancel();
-  const bool holds_slot = attempt_open_;
-  attempt_open_ = false;
-  boost::asio::post(ctx_->core->executor(), [self = shared_from_this(), ok, cancelled, holds_slot] {
-    GatewayCore& core = *self->ctx_->core;
-    if (holds_slot) {
-      core.fleet().finished(self->replica_, self->attempt_first_token_, self->uncached_tokens_, self->usage_.prompt_tokens, self->usage_.cached_tokens);
-      if (ok) core.fleet().attempt_succeeded(self->replica_);
-    }
-    core.request_done(*self, ok, cancelled);
+  watchdog_.cancel();
+  boost::asio::post(ctx_->core->executor(), [self = shared_from_this(), ok, cancelled] {
+    self->ctx_->core->request_done(*self, ok, cancelled);
   });
 }
 

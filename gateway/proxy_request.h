@@ -2,8 +2,12 @@
 // worker as POST /internal/generate (prompt token ids and sampling parameters), whose
 // token events are relayed to the client as OpenAI chunks or one body. The relay runs on
 // the client connection's strand; the core learns the outcome on its own strand.
+// Faults stay hidden from the client: before the first token a slow attempt is hedged on
+// another replica (first token wins); after it, a failed or stalled attempt continues on
+// another replica with the ids already sent (resume_ids) and the same seed.
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -14,12 +18,11 @@
 #include "common/http/sse_parser.h"
 #include "common/protocol/internal_api.h"
 #include "common/protocol/openai.h"
+#include "gateway/core.h"
 #include "gateway/supervisor.h"
 #include "gateway/upstream_call.h"
 
 namespace sy::gateway {
-
-class GatewayCore;
 
 // What every request of one gateway shares.
 struct ProxyContext {
@@ -49,18 +52,46 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
 
   // From the core strand.
   void reject(const ApiError& error, int retry_after_s = 0);
-  void dispatch(size_t replica, const ReplicaInfo& info, int64_t uncached_tokens);
+  // Sends an attempt to `replica`; `hedge`: a second attempt racing the first for the
+  // first token (the winner's stream is relayed, the loser cancelled on its worker).
+  void dispatch(size_t replica, const ReplicaInfo& info, int64_t uncached_tokens, const AttemptTimeouts& timeouts, bool hedge);
 
  private:
-  void start_upstream();
-  void on_headers(int status, std::string_view content_type);
-  void on_data(std::string_view data);
-  void on_done(boost::beast::error_code ec, const std::string& what);
-  void handle_event(const http::SseEvent& e);
+  // One upstream attempt: a POST /internal/generate on one replica, holding one of its
+  // in-flight slots while open.
+  struct Attempt {
+    int32_t number = 0;
+    size_t replica = 0;
+    ReplicaInfo info;
+    int64_t uncached_tokens = 0;
+    bool hedge = false;
+    std::shared_ptr<UpstreamCall> call;
+    http::SseParser parser;
+    int status = 0;
+    std::string error_body;  // a non-200 answer, relayed as is
+    bool first_token = false;
+    std::chrono::steady_clock::time_point sent_at;
+  };
+  using AttemptPtr = std::shared_ptr<Attempt>;
+
+  void start_attempt(const AttemptPtr& a);
+  void on_data(const AttemptPtr& a, std::string_view data);
+  void on_done(const AttemptPtr& a, boost::beast::error_code ec, const std::string& what);
+  void handle_event(const AttemptPtr& a, const http::SseEvent& e);
+  void on_tokens(const AttemptPtr& a, const InternalTokens& t);
+  bool live(const AttemptPtr& a) const;
+  // Closes attempt a and gives its replica slot back; `usage` when it finished the request.
+  void close_attempt(const AttemptPtr& a, bool succeeded, const Usage* usage = nullptr);
+  // Attempt a failed: a racing sibling carries on alone; else another attempt if the
+  // budget and max_attempts allow, else `why` ends the request.
+  void attempt_failed(const AttemptPtr& a, const ApiError& why);
+  // The deadlines of silence: hedge delay and first-token timeout before the first
+  // token, the stall timeout after it.
+  void rearm_watchdog();
+  void on_watchdog();
+  std::chrono::steady_clock::time_point silence_limit(const AttemptPtr& a) const;
   void client_gone();
-  // The current attempt failed: another one if the budget allows, else `why` ends it.
-  void attempt_failed(const ApiError& why);
-  void end(bool ok, bool cancelled);
+  void end(bool ok, bool cancelled, const Usage* usage = nullptr);
 
   std::shared_ptr<ProxyContext> ctx_;
   std::shared_ptr<http::Exchange> ex_;
@@ -73,25 +104,18 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   uint64_t id_;
   http::OpenAiResponder responder_;
 
-  // One upstream attempt (session strand).
-  size_t replica_ = 0;
-  ReplicaInfo replica_info_;
-  int64_t uncached_tokens_ = 0;
-  std::shared_ptr<UpstreamCall> call_;
-  http::SseParser parser_;
-  int upstream_status_ = 0;
-  std::string error_body_;  // a non-200 answer, relayed as is
+  // Session strand.
+  std::vector<AttemptPtr> live_;  // one, or two while a hedge races for the first token
+  AttemptTimeouts timeouts_;      // of the latest dispatch
+  boost::asio::steady_timer watchdog_;
+  uint64_t watchdog_generation_ = 0;
+  bool hedge_asked_ = false;
   std::vector<int32_t> generated_;
-  bool first_token_ = false;          // of the whole request (for TTFT)
-  bool attempt_first_token_ = false;  // of the current attempt (for prefill bookkeeping)
-  bool attempt_open_ = false;         // the current attempt holds a replica slot
+  bool first_token_ = false;  // of the whole request
   int32_t attempts_ = 0;
   bool finished_ = false;  // end() ran
-  bool dispatched_ = false;
   std::chrono::steady_clock::time_point arrived_at_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point dispatched_at_;
   std::chrono::steady_clock::time_point last_token_at_;
-  Usage usage_;
 };
 
 }  // namespace sy::gateway

@@ -5,6 +5,7 @@
 #include "common/http/openai_intake.h"
 #include "common/protocol/internal_api.h"
 #include "common/protocol/prompt.h"
+#include "policy/block_hash.h"
 
 namespace sy::sim {
 namespace {
@@ -111,7 +112,11 @@ void SimServer::handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex) 
 // Events are posted to the exchange's strand, so they follow what the handler sends.
 bool SimServer::run(std::shared_ptr<http::Exchange> ex, std::unique_ptr<SimOutput> out, InternalGenerateRequest req,
                     SimRequest::Clock::time_point arrived) {
-  const uint64_t seed = req.sampling.seed ? *req.sampling.seed : engine_.draw_seed();
+  // Greedy output is a function of the prompt alone, as a model's argmax is (so a resumed
+  // greedy request continues where another replica stopped); sampled output of the seed.
+  const uint64_t seed = req.sampling.greedy() ? policy::chain_block_hash(0, req.prompt_ids)
+                        : req.sampling.seed   ? *req.sampling.seed
+                                              : engine_.draw_seed();
   const std::string id = req.request_id;
   auto r = std::make_shared<SimRequest>(ctx_, ex, std::move(out), std::move(req), seed, engine_.draw_seed(), arrived);
   if (!engine_.submit(r)) {

@@ -92,7 +92,7 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
   Reader r(label);
   FleetConfig c;
   r.only(root, "", {"model", "served_model_name", "listen", "admin_listen", "devices", "modes", "default_mode", "worker", "startup",
-                   "routing", "queues", "limits", "api_keys", "admin_key", "cors", "mode_controller"});
+                   "routing", "resilience", "queues", "limits", "api_keys", "admin_key", "cors", "mode_controller"});
   r.get(root, "model", "", c.model);
   r.get(root, "served_model_name", "", c.served_model_name);
   r.get(root, "listen", "", c.listen);
@@ -140,6 +140,23 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
     r.get(s, "policy", "routing.", c.routing.policy);
     r.get(s, "load_bound", "routing.", c.routing.load_bound);
     r.get(s, "approx_index_capacity", "routing.", c.routing.approx_index_capacity);
+  }
+  if (const YAML::Node s = root["resilience"]) {
+    const std::string p = "resilience.";
+    ResilienceConfig& x = c.resilience;
+    r.only(s, p, {"hedge", "hedge_max_priority", "hedge_delay_factor", "hedge_delay_min_s", "hedge_delay_max_s", "budget_ratio",
+                  "max_attempts", "stall_factor", "stall_min_s", "stall_max_s", "first_token_timeout_s"});
+    r.get(s, "hedge", p, x.hedge);
+    r.get(s, "hedge_max_priority", p, x.hedge_max_priority);
+    r.get(s, "hedge_delay_factor", p, x.hedge_delay_factor);
+    r.get(s, "hedge_delay_min_s", p, x.hedge_delay_min_s);
+    r.get(s, "hedge_delay_max_s", p, x.hedge_delay_max_s);
+    r.get(s, "budget_ratio", p, x.budget_ratio);
+    r.get(s, "max_attempts", p, x.max_attempts);
+    r.get(s, "stall_factor", p, x.stall_factor);
+    r.get(s, "stall_min_s", p, x.stall_min_s);
+    r.get(s, "stall_max_s", p, x.stall_max_s);
+    r.get(s, "first_token_timeout_s", p, x.first_token_timeout_s);
   }
   if (const YAML::Node s = root["queues"]) {
     r.only(s, "queues.", {"interactive", "standard", "batch", "aging_s", "quantum_tokens"});
@@ -208,6 +225,18 @@ void FleetConfig::validate(const std::string& label) const {
   if (routing.policy != "prefix" && routing.policy != "round_robin" && routing.policy != "least_loaded")
     fail("routing.policy", "must be prefix, round_robin or least_loaded");
   if (!(routing.load_bound >= 1.0)) fail("routing.load_bound", "must be >= 1");
+  {
+    const ResilienceConfig& x = resilience;
+    const std::string& hp = x.hedge_max_priority;
+    if (hp != "interactive" && hp != "standard" && hp != "batch") fail("resilience.hedge_max_priority", "must be interactive, standard or batch");
+    if (!(x.hedge_delay_min_s > 0) || !(x.hedge_delay_max_s >= x.hedge_delay_min_s) || !(x.hedge_delay_factor > 0))
+      fail("resilience.hedge_delay_*", "need 0 < min <= max and a positive factor");
+    if (!(x.stall_min_s > 0) || !(x.stall_max_s >= x.stall_min_s) || !(x.stall_factor > 0))
+      fail("resilience.stall_*", "need 0 < min <= max and a positive factor");
+    if (!(x.budget_ratio >= 0) || !(x.budget_ratio <= 1)) fail("resilience.budget_ratio", "must be in [0, 1]");
+    if (x.max_attempts < 1 || x.max_attempts > 16) fail("resilience.max_attempts", "must be in [1, 16]");
+    if (!(x.first_token_timeout_s > 0)) fail("resilience.first_token_timeout_s", "must be > 0");
+  }
   if (auto p = limits.problem()) fail("limits." + p->first, p->second);
   if (!admin_key.empty() && std::find(api_keys.begin(), api_keys.end(), admin_key) != api_keys.end())
     fail("admin_key", "must differ from every api key (user keys cannot call admin routes)");

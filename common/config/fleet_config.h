@@ -44,6 +44,20 @@ struct RoutingConfig {
   size_t approx_index_capacity = 100000;
 };
 
+// Hiding faults from clients (gateway/proxy_request.cpp): hedging before the first
+// token, failover after it, stall detection. Delays follow recent latencies within bounds.
+struct ResilienceConfig {
+  bool hedge = true;
+  std::string hedge_max_priority = "standard";  // hedge this class and more urgent ones
+  double hedge_delay_factor = 2.0;   // × the p90 of recent dispatch-to-first-token times
+  double hedge_delay_min_s = 0.05, hedge_delay_max_s = 5.0;
+  double budget_ratio = 0.1;         // extra attempts (hedges + retries) per client request
+  int32_t max_attempts = 4;          // upstream attempts of one request, hedges included
+  double stall_factor = 8.0;         // × the p99 of recent inter-token gaps
+  double stall_min_s = 2.0, stall_max_s = 30.0;
+  double first_token_timeout_s = 120.0;  // an attempt without a first token is failed over
+};
+
 struct QueueConfig {
   size_t interactive = 256, standard = 1024, batch = 4096;
   double aging_s = 10.0;
@@ -91,6 +105,7 @@ struct FleetConfig {
   WorkerConfig worker;
   StartupConfig startup;
   RoutingConfig routing;
+  ResilienceConfig resilience;
   QueueConfig queues;
   LimitsConfig limits;
   std::vector<std::string> api_keys;  // empty: no key needed

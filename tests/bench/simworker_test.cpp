@@ -122,7 +122,8 @@ TEST(Simworker, StreamsWordsDeterministicallyAndResumesExactly) {
   EXPECT_EQ(full.finish.finish_reason, "length");
   EXPECT_EQ(full.finish.usage.prompt_tokens, 20);
   EXPECT_EQ(full.finish.usage.completion_tokens, 12);
-  ASSERT_EQ(full.ids().size(), 12u);
+  const std::vector<int32_t> ids = full.ids();
+  ASSERT_EQ(ids.size(), 12u);
   for (size_t i = 0; i < full.tokens.size(); ++i) EXPECT_EQ(full.tokens[i].index, static_cast<int32_t>(i));
 
   // The text is what the model's tokenizer makes of the ids: words.
@@ -130,29 +131,29 @@ TEST(Simworker, StreamsWordsDeterministicallyAndResumesExactly) {
   const auto tok = Tokenizer::from_model(*src);
   EXPECT_EQ(full.text(), tok->decode(full.ids()));
   EXPECT_EQ(full.text().front(), ' ');
-  EXPECT_GT(std::set<int32_t>(full.ids().begin(), full.ids().end()).size(), 6u);
+  EXPECT_GT(std::set<int32_t>(ids.begin(), ids.end()).size(), 6u);
 
   // Same seed, same tokens; another seed, others.
   EXPECT_EQ(generate(w.port(), generate_body("b", prompt, 12, 7)).ids(), full.ids());
   EXPECT_NE(generate(w.port(), generate_body("c", prompt, 12, 8)).ids(), full.ids());
 
   // Resuming after 5 ids continues at index 5 with the rest of the same stream.
-  const std::vector<int32_t> head(full.ids().begin(), full.ids().begin() + 5);
+  const std::vector<int32_t> head(ids.begin(), ids.begin() + 5);
   const Generated rest = generate(w.port(), generate_body("d", prompt, 12, 7, head));
   ASSERT_TRUE(rest.finished) << rest.error;
   ASSERT_FALSE(rest.tokens.empty());
   EXPECT_EQ(rest.tokens[0].index, 5);
-  EXPECT_EQ(rest.ids(), std::vector<int32_t>(full.ids().begin() + 5, full.ids().end()));
+  EXPECT_EQ(rest.ids(), std::vector<int32_t>(ids.begin() + 5, ids.end()));
   EXPECT_EQ(rest.finish.usage.completion_tokens, 12);
   EXPECT_EQ(tok->decode(head) + rest.text(), full.text());
 
   // A stop token id ends the stream: counted, not sent.
-  const int32_t third = full.ids()[2];
+  const int32_t third = ids[2];
   auto body = generate_body("e", prompt, 12, 7);
   body["stop_token_ids"] = {third};
   const Generated stopped = generate(w.port(), body);
   EXPECT_EQ(stopped.finish.finish_reason, "stop");
-  EXPECT_EQ(stopped.ids(), std::vector<int32_t>(full.ids().begin(), full.ids().begin() + 2));
+  EXPECT_EQ(stopped.ids(), std::vector<int32_t>(ids.begin(), ids.begin() + 2));
   EXPECT_EQ(stopped.finish.usage.completion_tokens, 3);
 }
 
@@ -247,7 +248,9 @@ TEST(Simworker, ClientThatLeavesCancelsAndBadRequestsAreRefused) {
   EXPECT_EQ(too_long.status, 400);
   EXPECT_EQ(too_long.json()["error"]["code"], "context_length_exceeded");
   EXPECT_EQ(testing::post_json(w.port(), "/internal/generate", generate_body("z", {999999999}, 2, 1)).status, 400);
-  EXPECT_EQ(testing::http_request(w.port(), "POST", "/v1/completions", "{}").status, 404);
+  const auto no_prompt = testing::http_request(w.port(), "POST", "/v1/completions", "{}");
+  EXPECT_EQ(no_prompt.status, 400);
+  EXPECT_EQ(no_prompt.json()["error"]["param"], "prompt");
   EXPECT_EQ(w.terminate(), 0);
 }
 

@@ -112,6 +112,12 @@ TEST(FleetConfig, MistakesAreNamed) {
       {base + "limits: {max_stream_buffer_bytes: 100}\n", "limits.max_stream_buffer_bytes: must be at least 4096"},
       {base + "limits: {max_connections: 0}\n", "limits.max_connections: must be at least 1"},
       {base + "limits: {socket_send_buffer_bytes: 100}\n", "limits.socket_send_buffer_bytes: must be 0"},
+      {base + "resilience: {hedge_max_priority: urgent}\n", "resilience.hedge_max_priority: must be interactive, standard or batch"},
+      {base + "resilience: {hedge_delay_min_s: 2, hedge_delay_max_s: 1}\n", "resilience.hedge_delay_*"},
+      {base + "resilience: {stall_min_s: 0}\n", "resilience.stall_*"},
+      {base + "resilience: {budget_ratio: 2}\n", "resilience.budget_ratio: must be in [0, 1]"},
+      {base + "resilience: {max_attempts: 0}\n", "resilience.max_attempts"},
+      {base + "resilience: {hedging: true}\n", "resilience.hedging: unknown field"},
   };
   for (const Row& r : rows) {
     const std::string e = error_of(r.yaml);

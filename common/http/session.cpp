@@ -445,8 +445,12 @@ void Session::finish_request() {
   in_request_ = false;
   on_cancel_ = nullptr;  // may hold the handler's state; the request is over
   exchange_.reset();
-  stream_header_.reset();
-  stream_sr_.reset();
+  // A client that left can end the request while the stream's header is still being
+  // written (the aborted write completes later): that write still reads the serializer.
+  if (!writing_) {
+    stream_header_.reset();
+    stream_sr_.reset();
+  }
   stop_watch();
   if (!keep_alive_ || stopping_ || client_gone_ || closed_) return do_close();
   do_read();

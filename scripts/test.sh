@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test command: set up, build, run every test (CTest), then run each libFuzzer target
-# for a bounded time with ASan/UBSan. Needs ../shared (the fixtures) beside the project.
+# The test command: set up, build, run every test (CTest), then, in a second build with
+# ASan and UBSan, run the unit suites again and each libFuzzer target for a bounded time.
+# Needs ../shared (the fixtures) beside the project.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,19 +9,29 @@ bash scripts/setup.sh
 [ -d ../shared/fixtures ] || { echo "test: ../shared/fixtures is missing (the reference models)"; exit 1; }
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
 
-# Fuzzing: a clang build of the fuzz targets only, each run for FUZZ_SECONDS on a copy
-# of its checked-in corpus.
-fuzz_seconds=${FUZZ_SECONDS:-60}
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSWITCHYARD_FUZZ=ON -DSWITCHYARD_CUDA=OFF -DBUILD_TESTING=ON >/dev/null
-targets=(sy_fuzz_gguf sy_fuzz_openai_request)
-cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
+# Sanitizers: one clang build (build-asan) with ASan and UBSan in every library, UB
+# fatal, at -O1. It runs the unit suites again, then each libFuzzer target for
+# FUZZ_SECONDS on a copy of its checked-in corpus. Left out of the unit run: the suites
+# that drive whole processes over HTTP (worker server, gateway integration, limits and
+# resilience, bench against a worker, the dashboard in Chromium) and the worker CLI
+# tests, which start the worker binary dozens of times (about 5 minutes under ASan); the
+# Release run above covers them. The bench tools' own suite is left out too.
+fuzz_seconds=${FUZZ_SECONDS:-45}
+CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_FLAGS_RELEASE="-O1 -gline-tables-only" -DCMAKE_CXX_FLAGS_RELEASE="-O1 -gline-tables-only" \
+  -DSWITCHYARD_SANITIZE=ON -DSWITCHYARD_FUZZ=ON -DSWITCHYARD_CUDA=OFF -DBUILD_TESTING=ON >/dev/null
+targets=(sy_fuzz_gguf sy_fuzz_openai_request sy_fuzz_http_request sy_fuzz_sse_relay)
+suites=(sy_common_tests sy_sse_parser_test sy_http_server_test sy_protocol_test sy_policy_tests sy_worker_tests)
+cmake --build build-asan -j"$(nproc)" --target "${targets[@]}" "${suites[@]}"
+ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan -L "^($(IFS='|'; echo "${suites[*]}"))\$" -E '^WorkerCli\.' \
+  --output-on-failure -j"$(nproc)" --timeout 900
 for t in "${targets[@]}"; do
   corpus=$(mktemp -d)
   cp tests/fuzz/corpus/"${t#sy_fuzz_}"/* "$corpus"/
   echo "fuzz: $t for ${fuzz_seconds}s"
-  log="build-fuzz/$t.log"
-  if ! build-fuzz/bin/"$t" "$corpus" -max_total_time="$fuzz_seconds" -print_final_stats=1 >"$log" 2>&1; then
+  log="build-asan/$t.log"
+  if ! build-asan/bin/"$t" "$corpus" -max_total_time="$fuzz_seconds" -print_final_stats=1 >"$log" 2>&1; then
     tail -n 60 "$log"
     echo "fuzz: $t failed (full log: $log; the crashing input is in the working directory)"
     exit 1

@@ -64,7 +64,8 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{30'000};
   size_t max_connections = 1024;  // beyond: 503 and close
   // Streamed bytes queued for a connection whose client reads slower than the response
-  // is produced; beyond this the connection is dropped (and the request cancelled).
+  // is produced: a write made while more than this waits drops the connection (and
+  // cancels the request). So a connection holds at most this plus one write.
   size_t max_stream_queue = 1024 * 1024;
   // The kernel's send buffer per connection (SO_SNDBUF; Linux doubles it), so that a
   // client that stops reading pins this much, not the autotuned megabytes; 0: the OS's.

@@ -352,7 +352,9 @@ bool Session::post_write(uint64_t seq, std::string data) {
   if (gone_.load()) return false;
   if (data.empty()) return true;
   const size_t size = data.size();
-  if (queued_bytes_.fetch_add(size) + size > state_->options.max_stream_queue) {
+  // The bound is on the backlog: one write larger than it (a KV-event snapshot) still
+  // goes out to a client that keeps up.
+  if (queued_bytes_.fetch_add(size) > state_->options.max_stream_queue) {
     // The client reads slower than we produce: drop it rather than grow without bound.
     queued_bytes_.fetch_sub(size);
     gone_.store(true);

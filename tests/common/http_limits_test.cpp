@@ -160,6 +160,24 @@ TEST(HttpLimits, AReaderThatStopsIsDroppedAtTheOutputBound) {
   EXPECT_TRUE(closed);
 }
 
+TEST(HttpLimits, OneWriteLargerThanTheOutputBoundStillGoesOut) {
+  // The bound is on the backlog a slow client leaves, not on one message (a KV-event
+  // snapshot of a large cache is one write).
+  ServerOptions o;
+  o.max_stream_queue = 4096;
+  Router r;
+  r.add(Verb::get, "/big", [](std::shared_ptr<Exchange> ex) {
+    ex->start_stream();
+    EXPECT_TRUE(ex->write(std::string(256 * 1024, 'b')));
+    ex->finish();
+  });
+  TestServer s(o, std::move(r));
+  Client c(s.port());
+  c.send(get("/big"));
+  EXPECT_EQ(c.read().body().size(), 256u * 1024);
+  EXPECT_EQ(s.server().stats()->streams_dropped.load(), 0u);
+}
+
 TEST(HttpLimits, RefusalsAreCountedAndExposedAsMetrics) {
   ServerOptions o;
   o.body_limit = 1024;

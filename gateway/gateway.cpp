@@ -389,11 +389,12 @@ void Gateway::shutdown(int signal) {
       });
     };
     auto poll = std::make_shared<std::function<void()>>();
-    *poll = [this, deadline, finish, poll] {
+    // The pending wait holds the poll; the poll holds itself only weakly (no cycle to leak).
+    *poll = [this, deadline, finish, weak = std::weak_ptr<std::function<void()>>(poll)] {
       if (core_->in_flight() == 0 || std::chrono::steady_clock::now() > *deadline) return finish();
       drain_timer_.expires_after(std::chrono::milliseconds(50));
-      drain_timer_.async_wait([poll](boost::system::error_code ec) {
-        if (!ec) (*poll)();
+      drain_timer_.async_wait([poll = weak.lock()](boost::system::error_code ec) {
+        if (!ec && poll) (*poll)();
       });
     };
     (*poll)();

@@ -212,7 +212,8 @@ TEST(GatewayIntegration, BadRequestsKeysAndTeardown) {
     if (ok.status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_EQ(ok.status, 200) << ok.body;
-  for (const auto& r : gw.status("admin-key")["replicas"]) gw.proc().remember_worker(r["pid"].get<pid_t>());
+  const auto status = gw.status("admin-key");  // not a temporary: the loop walks inside it
+  for (const auto& r : status["replicas"]) gw.proc().remember_worker(r["pid"].get<pid_t>());
   EXPECT_EQ(gw.proc().terminate(), 0);
   EXPECT_TRUE(gw.proc().workers_left().empty()) << "SIGTERM left workers running";
 }

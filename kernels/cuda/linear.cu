@@ -12,7 +12,22 @@ cudaError_t Linear::init(size_t max_q8_0_elements) {
 cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m, void* y,
                         GemmOut out, cudaStream_t stream) {
   if (m == 0) return cudaSuccess;
-  if (!w.is_q8_0()) return gemm_.matmul_nt(x, w.bf16, y, out, m, w.n, w.k, stream);
+  if (!w.is_q8_0()) {
+    if (m <= gemv_max_rows_ && gemv_bf16_supports(w.bf16, w.n, w.k, x, static_cast<int>(m))) {
+      GemvBf16Args a;
+      a.w = w.bf16;
+      a.n = w.n;
+      a.k = w.k;
+      a.x = x;
+      a.m = static_cast<int>(m);
+      if (out == GemmOut::kF32)
+        a.y_f32 = static_cast<float*>(y);
+      else
+        a.y_bf16 = static_cast<__nv_bfloat16*>(y);
+      return gemv_bf16(a, stream);
+    }
+    return gemm_.matmul_nt(x, w.bf16, y, out, m, w.n, w.k, stream);
+  }
   if (m <= kQ8_0GemvMaxRows) {
     Q8_0GemvArgs a;
     a.w = w.q8_0;

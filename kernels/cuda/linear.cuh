@@ -1,6 +1,7 @@
 // A model's linear layer on the GPU, whichever format its weight is kept in: bf16 goes
-// to the cuBLASLt GEMM; Q8_0 goes to the GEMV for up to kQ8_0GemvMaxRows rows (decode)
-// and is otherwise expanded to bf16 in a scratch buffer and multiplied by cuBLASLt.
+// to the bf16 GEMV for up to gemv_max_rows() rows (small decode batches) and otherwise
+// to the cuBLASLt GEMM; Q8_0 goes to the Q8_0 GEMV for up to kQ8_0GemvMaxRows rows and
+// is otherwise expanded to bf16 in a scratch buffer and multiplied by cuBLASLt.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -10,6 +11,7 @@
 
 #include "kernels/cuda/device_buffer.cuh"
 #include "kernels/cuda/gemm_bf16.cuh"
+#include "kernels/cuda/gemv_bf16.cuh"
 #include "kernels/cuda/q8_0_gemv.cuh"
 
 namespace sy::cuda {
@@ -33,10 +35,16 @@ class Linear {
   cudaError_t run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m, void* y, GemmOut out,
                   cudaStream_t stream);
 
+  // bf16 products of at most `rows` rows (0..kGemvBf16MaxRows) go to gemv_bf16 where
+  // it takes the shape; 0 sends every bf16 product to cuBLASLt.
+  void set_gemv_max_rows(int rows) { gemv_max_rows_ = rows; }
+  int gemv_max_rows() const { return gemv_max_rows_; }
+
   GemmBf16& gemm() { return gemm_; }
 
  private:
   GemmBf16 gemm_;
+  int gemv_max_rows_ = 0;
   DeviceBuffer scratch_;  // bf16 expansion of one Q8_0 weight
 };
 

@@ -1,5 +1,5 @@
-// The cuBLASLt BF16 GEMM and the Q8_0 products against OpenBLAS sgemm (through
-// cpu::matmul_nt) on the same bf16-rounded or dequantized inputs.
+// The cuBLASLt BF16 GEMM, the bf16 GEMV and the Q8_0 products against OpenBLAS sgemm
+// (through cpu::matmul_nt) on the same bf16-rounded or dequantized inputs.
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"
@@ -57,6 +57,81 @@ TEST(CudaGemmBf16, MatchesSgemmOnBf16Inputs) {
   SY_CUDA_OK(
       gemm.matmul_nt(x.as<bf16>(), w.as<bf16>(), y.get(), cuda::GemmOut::kF32, 1, 64, 64, nullptr));
   EXPECT_EQ(gemm.cached_plans(), plans + 1);
+}
+
+// The small-batch GEMV directly and through Linear (which routes up to gemv_max_rows
+// rows to it and falls back to cuBLASLt for shapes it does not take).
+TEST(CudaGemvBf16, MatchesSgemmOnBf16Inputs) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  cuda::Linear linear;
+  SY_CUDA_OK(linear.init(0));
+  linear.set_gemv_max_rows(cuda::kGemvBf16MaxRows);
+  // k: whole unrolled warp steps (4096, 14336), a tail of single chunks (4096 + 24), less
+  // than one warp step (40), one chunk (8), and 37 (not a multiple of 8: cuBLASLt).
+  for (const Shape s : {Shape{1, 4096, 4096}, Shape{2, 1000, 4096 + 24}, Shape{3, 333, 14336},
+                        Shape{4, 6144, 1024}, Shape{5, 77, 40}, Shape{6, 9, 8}, Shape{7, 130, 512},
+                        Shape{8, 1024, 2048}, Shape{1, 32000, 256}, Shape{2, 50, 37}}) {
+    std::vector<float> x = normal_floats(rng, s.m * s.k), w = normal_floats(rng, s.n * s.k, 0.05f);
+    for (auto& v : x) v = round_bf16(v);
+    for (auto& v : w) v = round_bf16(v);
+    std::vector<float> want(s.m * s.n);
+    cpu::matmul_nt(x.data(), w.data(), want.data(), s.m, s.n, s.k);
+    DeviceArray<uint16_t> d_x(to_bf16(x)), d_w(to_bf16(w)), d_y16(s.m * s.n);
+    DeviceArray<float> d_y32(s.m * s.n), d_lin(s.m * s.n);
+    const bool takes = cuda::gemv_bf16_supports(d_w.as<bf16>(), s.n, s.k, d_x.as<bf16>(),
+                                                static_cast<int>(s.m));
+    EXPECT_EQ(takes, s.k % 8 == 0) << s.m << "x" << s.n << "x" << s.k;
+    d_y16.poison();
+    d_y32.poison();
+    d_lin.poison();
+    cuda::LinearWeight lw;
+    lw.n = s.n;
+    lw.k = s.k;
+    lw.bf16 = d_w.as<bf16>();
+    SY_CUDA_OK(linear.run(lw, d_x.as<bf16>(), s.m, d_lin.get(), cuda::GemmOut::kF32, nullptr));
+    EXPECT_LT(relative_error(d_lin.download(), want), kF32Tolerance)
+        << "Linear " << s.m << "x" << s.n << "x" << s.k;
+    if (!takes) continue;
+    cuda::GemvBf16Args a;
+    a.w = d_w.as<bf16>();
+    a.n = s.n;
+    a.k = s.k;
+    a.x = d_x.as<bf16>();
+    a.m = static_cast<int>(s.m);
+    a.y_f32 = d_y32.get();
+    SY_CUDA_OK(cuda::gemv_bf16(a, nullptr));
+    a.y_f32 = nullptr;
+    a.y_bf16 = d_y16.as<bf16>();
+    SY_CUDA_OK(cuda::gemv_bf16(a, nullptr));
+    EXPECT_LT(relative_error(d_y32.download(), want), kF32Tolerance)
+        << s.m << "x" << s.n << "x" << s.k;
+    EXPECT_LT(relative_error(from_bf16(d_y16.download()), want), kBf16Rounding)
+        << s.m << "x" << s.n << "x" << s.k;
+  }
+}
+
+TEST(CudaGemvBf16, RejectsBadShapes) {
+  SY_SKIP_WITHOUT_CUDA();
+  DeviceArray<uint16_t> w(64 * 16), x(9 * 64);
+  DeviceArray<float> y(9 * 64);
+  cuda::GemvBf16Args a;
+  a.w = w.as<bf16>();
+  a.n = 16;
+  a.k = 60;  // not a multiple of 8
+  a.x = x.as<bf16>();
+  a.m = 1;
+  a.y_f32 = y.get();
+  EXPECT_EQ(cuda::gemv_bf16(a, nullptr), cudaErrorInvalidValue);
+  a.k = 64;
+  a.m = cuda::kGemvBf16MaxRows + 1;
+  EXPECT_EQ(cuda::gemv_bf16(a, nullptr), cudaErrorInvalidValue);
+  a.m = 1;
+  a.x = x.as<bf16>() + 1;  // not 16-byte aligned
+  EXPECT_EQ(cuda::gemv_bf16(a, nullptr), cudaErrorInvalidValue);
+  a.x = x.as<bf16>();
+  a.y_bf16 = w.as<bf16>();  // two outputs
+  EXPECT_EQ(cuda::gemv_bf16(a, nullptr), cudaErrorInvalidValue);
 }
 
 // A random Q8_0 matrix in GGUF blocks, split into the device layout.

@@ -1,0 +1,130 @@
+#include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/gemv_bf16.cuh"
+
+namespace sy::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+// 16-byte loads of a weight row in flight per lane before the first is used.
+constexpr int kUnroll = 4;
+constexpr int kChunk = 8;  // bf16 values per 16-byte load
+
+template <typename Out>
+__device__ __forceinline__ void store(Out* p, float v);
+template <>
+__device__ __forceinline__ void store<float>(float* p, float v) {
+  *p = v;
+}
+template <>
+__device__ __forceinline__ void store<bf16>(bf16* p, float v) {
+  *p = __float2bfloat16(v);
+}
+
+// Weights are read once: skip L1 (it keeps the activations) and ask L2 for the next
+// 256 bytes as well.
+__device__ __forceinline__ uint4 load_streaming(const bf16* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// bf16 → fp32 is a 16-bit shift: the low half of a word is the first value.
+__device__ __forceinline__ float lo(uint32_t u) {
+  return __uint_as_float(u << 16);
+}
+__device__ __forceinline__ float hi(uint32_t u) {
+  return __uint_as_float(u & 0xffff0000u);
+}
+
+template <int M>
+__device__ __forceinline__ void fma_chunk(const uint4& w, const bf16* __restrict__ x, int64_t k,
+                                          int64_t c, float (&acc)[M]) {
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + m * k + c));
+    float s = acc[m];
+    s = fmaf(lo(w.x), lo(xv.x), s);
+    s = fmaf(hi(w.x), hi(xv.x), s);
+    s = fmaf(lo(w.y), lo(xv.y), s);
+    s = fmaf(hi(w.y), hi(xv.y), s);
+    s = fmaf(lo(w.z), lo(xv.z), s);
+    s = fmaf(hi(w.z), hi(xv.z), s);
+    s = fmaf(lo(w.w), lo(xv.w), s);
+    s = fmaf(hi(w.w), hi(xv.w), s);
+    acc[m] = s;
+  }
+}
+
+// One warp per weight row. Lane j reads chunks j, j + 32, ... of the row (8 values
+// each), kUnroll of them issued before any is used; the tail (k not a multiple of
+// 32 · 8 · kUnroll) runs one chunk at a time.
+template <int M, typename Out>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_bf16_kernel(const bf16* __restrict__ w, int64_t n, int64_t k, const bf16* __restrict__ x,
+                     Out* __restrict__ y) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  if (row >= n) return;
+  const int lane = threadIdx.x & 31;
+  const bf16* w_row = w + row * k;
+  float acc[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) acc[m] = 0;
+  constexpr int64_t kStep = 32 * kChunk;  // values a warp covers per load
+  int64_t c = static_cast<int64_t>(lane) * kChunk;
+  for (; c + (kUnroll - 1) * kStep < k; c += kUnroll * kStep) {
+    uint4 wv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) wv[u] = load_streaming(w_row + c + u * kStep);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) fma_chunk<M>(wv[u], x, k, c + u * kStep, acc);
+  }
+  for (; c < k; c += kStep) fma_chunk<M>(load_streaming(w_row + c), x, k, c, acc);
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    const float v = warp_sum(acc[m]);
+    if (lane == 0) store(y + m * n + row, v);
+  }
+}
+
+template <typename Out>
+cudaError_t launch(const GemvBf16Args& a, Out* y, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>(ceil_div(a.n, kWarps));
+  const dim3 threads(kWarps * 32);
+  switch (a.m) {
+#define SY_GEMV_CASE(M)                                                                       \
+  case M:                                                                                     \
+    gemv_bf16_kernel<M, Out><<<blocks, threads, 0, stream>>>(a.w, a.n, a.k, a.x, y); \
+    break;
+    SY_GEMV_CASE(1)
+    SY_GEMV_CASE(2)
+    SY_GEMV_CASE(3)
+    SY_GEMV_CASE(4)
+    SY_GEMV_CASE(5)
+    SY_GEMV_CASE(6)
+    SY_GEMV_CASE(7)
+    SY_GEMV_CASE(8)
+#undef SY_GEMV_CASE
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return launch_status();
+}
+
+}  // namespace
+
+bool gemv_bf16_supports(const bf16* w, int64_t n, int64_t k, const bf16* x, int m) {
+  return w && x && n > 0 && k > 0 && k % kChunk == 0 && m >= 1 && m <= kGemvBf16MaxRows &&
+         ceil_div(n, kWarps) <= INT32_MAX &&
+         (reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(x)) % 16 == 0;
+}
+
+cudaError_t gemv_bf16(const GemvBf16Args& a, cudaStream_t stream) {
+  static_assert(kGemvBf16MaxRows == 8, "the dispatch above covers 1..8 rows");
+  if (!gemv_bf16_supports(a.w, a.n, a.k, a.x, a.m) || (a.y_f32 == nullptr) == (a.y_bf16 == nullptr))
+    return cudaErrorInvalidValue;
+  return a.y_f32 ? launch(a, a.y_f32, stream) : launch(a, a.y_bf16, stream);
+}
+
+}  // namespace sy::cuda

@@ -10,6 +10,7 @@
 #include "kernels/cpu/rope.h"
 #include "kernels/cuda/argmax.cuh"
 #include "kernels/cuda/bias_add.cuh"
+#include "kernels/cuda/delay.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/qk_norm.cuh"
 #include "kernels/cuda/rms_norm.cuh"
@@ -218,6 +219,32 @@ TEST(CudaArgmax, FindsFirstMaximumPerRow) {
   SY_CUDA_OK(cuda::argmax({d_logits.get(), rows, vocab, d_out.get()}, nullptr));
   EXPECT_EQ(d_out.download(), want);
   EXPECT_EQ(want[1], 500);
+}
+
+// The delay kernel holds the stream: an event behind it completes no sooner than the
+// requested time after an event before it, and work queued behind it still runs.
+TEST(CudaDelay, HoldsTheStreamForTheRequestedTime) {
+  SY_SKIP_WITHOUT_CUDA();
+  cudaEvent_t before = nullptr, after = nullptr;
+  SY_CUDA_OK(cudaEventCreate(&before));
+  SY_CUDA_OK(cudaEventCreate(&after));
+  DeviceArray<float> x(std::vector<float>{1.0f, 2.0f});
+  DeviceArray<int32_t> out(1);
+  out.poison();
+  for (const uint64_t ns : {uint64_t{0}, uint64_t{2'000'000}, uint64_t{20'000'000}}) {
+    SY_CUDA_OK(cudaEventRecord(before, nullptr));
+    SY_CUDA_OK(cuda::delay(ns, nullptr));
+    SY_CUDA_OK(cudaEventRecord(after, nullptr));
+    SY_CUDA_OK(cuda::argmax({x.get(), 1, 2, out.get()}, nullptr));
+    SY_CUDA_OK(cudaEventSynchronize(after));
+    float ms = 0;
+    SY_CUDA_OK(cudaEventElapsedTime(&ms, before, after));
+    // The global timer ticks in about a microsecond on recent GPUs.
+    EXPECT_GE(ms, static_cast<double>(ns) / 1e6 - 0.002) << ns << " ns";
+  }
+  EXPECT_EQ(out.download(), std::vector<int32_t>{1});
+  cudaEventDestroy(before);
+  cudaEventDestroy(after);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The cuda backend on every fixture model (../shared/fixtures): logits within bf16
 // tolerance of the goldens, greedy tokens equal to greedy_32 up to the first step whose
 // golden margin is below the measured error, and the same tokens alone, batched,
-// chunked and without graphs. Skips without a CUDA device.
+// chunked and without graphs; forward_sample() choosing on the device what the host
+// sampler chooses from forward()'s logits. Skips without a CUDA device.
 //
 // Tolerance: the goldens are float32 on the bf16 weights; this backend rounds every
 // activation that enters a GEMM to bf16 (at most 2^-8 relative each) and keeps the
@@ -19,6 +20,7 @@
 #include "worker/backend/backend.h"
 #include "worker/backend/cuda_backend.h"
 #include "worker/engine/generator.h"
+#include "worker/engine/sampler.h"
 
 namespace sy {
 namespace {
@@ -148,6 +150,10 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
   auto eager_backend = open_cuda(*src_, 1);
   Generator eager_gen(*eager_backend);
   const auto eager = eager_gen.generate(reqs);
+  // The argmax taken on the host from the fp32 logits instead of on the device.
+  Generator host_gen(*backend);
+  host_gen.set_device_sampling(false);
+  const auto host = host_gen.generate(reqs);
   for (size_t i = 0; i < reqs.size(); ++i) {
     const size_t n = decided_steps(golden_["prompts"][i], err);
     EXPECT_EQ(head(batched[i].tokens, n), head(alone[i], n))
@@ -155,7 +161,71 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
     EXPECT_EQ(head(chunked[i].tokens, n), head(alone[i], n)) << "prompt " << i << " chunked";
     // Same kernels and shapes as the graph replay of the batch: identical.
     EXPECT_EQ(eager[i].tokens, batched[i].tokens) << "prompt " << i << " eager batch of 5";
+    EXPECT_EQ(host[i].tokens, batched[i].tokens) << "prompt " << i << " argmax on the host";
   }
+}
+
+// forward_sample() against the host sampler on forward()'s logits of the same step, in
+// an eager prefill step and in a decode step replayed from its graph whose logits rows
+// skip one sequence; rows alternate argmax and draws with each filter.
+TEST_P(CudaFixture, ForwardSampleChoosesWhatTheHostSamplerChooses) {
+  auto backend = open_cuda(*src_, 16);
+  const int32_t bs = backend->block_size();
+  const auto vocab = static_cast<size_t>(backend->config().vocab);
+  std::vector<std::vector<int32_t>> prompts, blocks;
+  int32_t next_block = 0;
+  for (const auto& p : golden_["prompts"]) {
+    prompts.push_back(p["ids"].get<std::vector<int32_t>>());
+    const int32_t n = blocks_for(static_cast<int64_t>(prompts.back().size()) + 1, bs);
+    blocks.emplace_back();
+    for (int32_t b = 0; b < n; ++b) blocks.back().push_back(next_block++);
+  }
+  ASSERT_LE(next_block, backend->num_kv_blocks());
+  const uint64_t seed = testing::fresh_rng()();
+  auto rows_for = [&](size_t n) {
+    std::vector<RowSampling> rows(n);
+    const RowSampling kinds[] = {{0.0f, 0, 1.0f, 0.0f, 0}, {0.8f, 40, 1.0f, 0.0f, 0},
+                                 {1.0f, 0, 1.0f, 0.0f, 0}, {1.1f, 0, 0.9f, 0.05f, 0},
+                                 {0.0f, 0, 1.0f, 0.0f, 0}, {0.7f, 0, 0.5f, 0.0f, 0}};
+    for (size_t i = 0; i < n; ++i) {
+      rows[i] = kinds[i % std::size(kinds)];
+      rows[i].uniform = sampling_uniform(seed, static_cast<int64_t>(i));
+    }
+    return rows;
+  };
+  auto host_choice = [&](const std::vector<float>& logits, const std::vector<RowSampling>& rows) {
+    std::vector<int32_t> ids;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      SamplingParams p;
+      p.temperature = rows[i].temperature;
+      p.top_k = rows[i].top_k;
+      p.top_p = rows[i].top_p;
+      p.min_p = rows[i].min_p;
+      ids.push_back(sample_token_with_draw({logits.data() + i * vocab, vocab}, p, rows[i].uniform, {}, {}).id);
+    }
+    return ids;
+  };
+
+  BatchPlan prefill;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    prefill.add_sequence(prompts[i], 0, blocks[i], bs, BatchPlan::Logits::kLast);
+  std::vector<float> logits;
+  backend->forward(prefill, logits);
+  const std::vector<RowSampling> prefill_rows = rows_for(prompts.size());
+  std::vector<int32_t> ids;
+  backend->forward_sample(prefill, prefill_rows, ids);
+  EXPECT_EQ(ids, host_choice(logits, prefill_rows)) << "prefill, eager";
+
+  // Decode: every sequence's next token, sequence 1 without logits.
+  BatchPlan decode;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    decode.add_sequence({ids[i]}, static_cast<int32_t>(prompts[i].size()), blocks[i], bs,
+                        i == 1 ? BatchPlan::Logits::kNone : BatchPlan::Logits::kLast);
+  backend->forward(decode, logits);
+  const std::vector<RowSampling> decode_rows = rows_for(decode.logits_rows.size());
+  backend->forward_sample(decode, decode_rows, ids);
+  EXPECT_EQ(ids, host_choice(logits, decode_rows)) << "decode, graph";
+  EXPECT_GE(dynamic_cast<CudaBackend&>(*backend).graphs_captured(), 1u);
 }
 
 // Runs with or without a GPU: a bad device name or a missing device is a clear error.

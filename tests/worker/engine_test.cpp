@@ -2,6 +2,7 @@
 // events, priorities, preemption, cancellation, resume, stops and logprobs.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
 #include <set>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "engine_test_util.h"
 #include "policy/block_hash.h"
 #include "worker/engine/engine.h"
+#include "worker/engine/sampler.h"
 
 namespace sy {
 namespace {
@@ -255,6 +257,80 @@ TEST(Engine, LogprobsAreConsistentWithGreedyChoices) {
     EXPECT_GE(e.top_logprobs[0].second, e.top_logprobs[1].second);
     EXPECT_GE(e.top_logprobs[1].second, e.top_logprobs[2].second);
   }
+}
+
+// A CPU backend that claims to sample on the device: forward_sample() chooses each row
+// on the host from the given draw, and records what the engine sent it.
+class DeviceSamplingCpu : public Backend {
+ public:
+  explicit DeviceSamplingCpu(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return "device-sampling-cpu"; }
+  const ModelConfig& config() const override { return inner_->config(); }
+  int32_t block_size() const override { return inner_->block_size(); }
+  int32_t num_kv_blocks() const override { return inner_->num_kv_blocks(); }
+  void forward(const BatchPlan& plan, std::vector<float>& logits) override {
+    ++forward_steps;
+    inner_->forward(plan, logits);
+  }
+  bool samples_on_device() const override { return true; }
+  void forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows, std::vector<int32_t>& ids) override {
+    ++sample_steps;
+    std::vector<float> logits;
+    inner_->forward(plan, logits);
+    const auto vocab = static_cast<size_t>(config().vocab);
+    ids.clear();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      SamplingParams p;
+      p.temperature = rows[i].temperature;
+      p.top_k = rows[i].top_k;
+      p.top_p = rows[i].top_p;
+      p.min_p = rows[i].min_p;
+      ids.push_back(sample_token_with_draw({logits.data() + i * vocab, vocab}, p, rows[i].uniform, {}, {}).id);
+    }
+  }
+  std::atomic<int> forward_steps{0}, sample_steps{0};
+
+ private:
+  std::unique_ptr<Backend> inner_;
+};
+
+// Rows without penalties or logprobs go to forward_sample() with sample_token's draw, so
+// greedy and seeded requests come out exactly as from the host sampler; the others keep
+// the logits path.
+TEST(Engine, DeviceSamplingBackendGetsTheSameDrawsAsTheHostSampler) {
+  auto src = ModelSource::open(testing::fixture_path(kModel));
+  std::shared_ptr<const Tokenizer> tok = Tokenizer::from_model(*src);
+  BackendOptions bo;
+  bo.num_kv_blocks = 512;
+  auto device = std::make_unique<DeviceSamplingCpu>(create_backend("cpu", *src, ModelConfig::from_source(*src), bo));
+  DeviceSamplingCpu* counts = device.get();
+  EngineOptions eo;
+  eo.model_fingerprint = policy::model_fingerprint("engine-test qwen3-tiny");
+  Engine device_engine(std::move(device), tok, eo);
+  device_engine.start();
+  auto host_engine = make_engine({});
+
+  const auto prompt = random_ids(20, 11);
+  EngineRequest greedy = greedy_request("g", prompt, 12, nullptr);
+  EngineRequest seeded = greedy_request("s", prompt, 12, nullptr);
+  seeded.sampling.temperature = 0.9f;
+  seeded.sampling.top_k = 40;
+  seeded.sampling.top_p = 0.9f;
+  seeded.sampling.seed = 1234;
+  for (const EngineRequest& r : {greedy, seeded})
+    EXPECT_EQ(run_one(device_engine, r)->ids(), run_one(*host_engine, r)->ids()) << r.id;
+  EXPECT_GT(counts->sample_steps.load(), 0);
+  const int sample_steps = counts->sample_steps.load();
+
+  EngineRequest penalized = seeded;
+  penalized.id = "p";
+  penalized.sampling.repetition_penalty = 1.3f;
+  EngineRequest with_logprobs = greedy;
+  with_logprobs.id = "l";
+  with_logprobs.sampling.logprobs = 2;
+  for (const EngineRequest& r : {penalized, with_logprobs})
+    EXPECT_EQ(run_one(device_engine, r)->ids(), run_one(*host_engine, r)->ids()) << r.id;
+  EXPECT_EQ(counts->sample_steps.load(), sample_steps);  // those stayed on the logits path
 }
 
 TEST(Engine, InvalidRequestsFinishWithAnError) {

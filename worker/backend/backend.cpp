@@ -24,6 +24,11 @@ int cuda_device_index(const std::string& name) {
 
 }  // namespace
 
+void Backend::forward_sample(const BatchPlan&, std::span<const RowSampling>,
+                             std::vector<int32_t>&) {
+  throw std::logic_error("backend '" + name() + "' does not sample on the device");
+}
+
 size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size) {
   return static_cast<size_t>(c.n_layers) * static_cast<size_t>(block_size) *
          static_cast<size_t>(c.kv_dim()) * 2 * sizeof(float);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,38 @@ struct BackendOptions {
   // cuda: tokens per step the activation buffers hold from the start (0: a default);
   // larger steps grow them.
   int32_t max_step_tokens = 0;
+  // cuda: bf16 products of at most this many rows (decode batches up to it) run the
+  // GEMV kernel (kernels/cuda/gemv_bf16.cuh) instead of cuBLASLt; 0: cuBLASLt always.
+  int32_t gemv_max_rows = 8;
+};
+
+// How forward_sample() chooses one row's token: sample_token's rules (worker/engine/
+// sampler.h) after the penalties, which forward_sample() does not apply.
+struct RowSampling {
+  float temperature = 0.0f;  // 0: argmax, the first index on ties
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  double uniform = 0;  // sampling_uniform(seed, token index)
+};
+
+// Where one step's time goes, as the backend measures it (switchyard-engine-bench
+// --profile). Milliseconds; medians over the repeats.
+struct StepProfile {
+  struct Op {
+    std::string name;    // "QKV projection", "decode attention", ...
+    int32_t calls = 0;   // launches of this op in one step (one per layer for most)
+    double ms = 0;       // device time of all of them, run back to back without a graph
+    double bytes = 0;    // weight bytes (projections) or KV bytes (attention) they read
+  };
+  std::vector<Op> ops;         // in first-launch order; empty where unsupported
+  bool queued_ahead = false;   // the host queued the whole step before the device began
+  double ops_ms = 0;           // sum of ops
+  double graph_ms = 0;         // device time of the step replayed from its graph (0: none)
+  double forward_ms = 0;       // forward(): host wall time, fp32 logits back to the host
+  double logits_copy_ms = 0;   // of which the copy of the logits alone
+  double greedy_ms = 0;        // forward_sample(), every row argmax: wall time
+  double sampled_ms = 0;       // forward_sample(), every row temperature 1, top-p 0.9
 };
 
 class Backend {
@@ -39,6 +72,19 @@ class Backend {
   // Runs one step: writes this step's keys and values into the cache and returns the
   // logits of plan.logits_rows, row-major [logits_rows.size(), vocab], in `logits`.
   virtual void forward(const BatchPlan& plan, std::vector<float>& logits) = 0;
+
+  // Whether forward_sample() is implemented: the backend chooses tokens where the
+  // logits are and only the ids cross to the host.
+  virtual bool samples_on_device() const { return false; }
+  // Runs one step like forward() and chooses the token of logits row i by rows[i]
+  // (rows.size() == plan.logits_rows.size()); `ids` gets them in row order. Throws
+  // std::logic_error where samples_on_device() is false.
+  virtual void forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows,
+                              std::vector<int32_t>& ids);
+
+  // Runs `plan` (its KV writes included) `repeats` times per measurement and reports
+  // where the time goes; ops stay empty where the backend cannot time them.
+  virtual StepProfile profile_step(const BatchPlan& plan, int repeats) { return {}; }
 };
 
 // KV bytes per block for a model: layers × block_size × kv_dim × (K and V) × float32.

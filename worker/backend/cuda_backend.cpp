@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/check.h"
+#include "kernels/cuda/argmax.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/embedding.cuh"
 
@@ -46,6 +47,7 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
 
   weights_ = CudaModelWeights::upload(src, config);
   check(linear_.init(weights_.max_q8_0_elements), "creating the cuBLASLt handle and Q8_0 scratch");
+  linear_.set_gemv_max_rows(std::clamp(options.gemv_max_rows, 0, cuda::kGemvBf16MaxRows));
   logits_capacity_ = std::max(max_num_seqs_, kMinLogitsRows);
   check(rows_h_.allocate(static_cast<size_t>(logits_capacity_) * config.hidden * 2),
         "allocating logits rows");
@@ -78,20 +80,26 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   check(cudaDeviceSynchronize(), "uploading the model");
   std::fprintf(stderr,
                "cuda backend: device %d (%s, %d SMs): weights %.2f GiB, KV cache %d blocks (%.2f "
-               "GiB), decode graphs for 1..%d sequences\n",
+               "GiB), decode graphs for 1..%d sequences, bf16 GEMV up to %d rows\n",
                device, prop.name, num_sms_, static_cast<double>(weights_.device_bytes) / (1 << 30),
-               num_blocks_, static_cast<double>(kv_.bytes()) / (1 << 30), max_num_seqs_);
+               num_blocks_, static_cast<double>(kv_.bytes()) / (1 << 30), max_num_seqs_,
+               linear_.gemv_max_rows());
 }
 
 CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);
   drop_graphs();
+  for (cudaEvent_t e : prof_events_) cudaEventDestroy(e);
+  if (ids_host_) cudaFreeHost(ids_host_);
   if (plan_host_) cudaFreeHost(plan_host_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
 void CudaBackend::check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
+  if (e == cudaSuccess) {
+    if (profiling_) record_op(what);
+    return;
+  }
   if (capturing_) {  // leave the stream usable before reporting
     cudaGraph_t g = nullptr;
     cudaStreamEndCapture(stream_, &g);
@@ -192,31 +200,67 @@ CudaBackend::Step CudaBackend::analyze(const BatchPlan& plan, int32_t block_size
 void CudaBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
   const std::string bad = plan.validate(block_size_, num_blocks_, config_.vocab);
   SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
-  const int64_t V = config_.vocab;
-  const auto R = static_cast<int64_t>(plan.logits_rows.size());
-  logits.resize(static_cast<size_t>(R * V));
+  logits.resize(plan.logits_rows.size() * static_cast<size_t>(config_.vocab));
   const Step step = analyze(plan, block_size_);
   if (step.tokens == 0) return;
+  prepare_step(plan, step);
+  run_step(plan, step, &logits, {}, nullptr);
+}
+
+void CudaBackend::forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows,
+                                 std::vector<int32_t>& ids) {
+  const std::string bad = plan.validate(block_size_, num_blocks_, config_.vocab);
+  SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
+  SY_CHECK_MSG(rows.size() == plan.logits_rows.size(), "%zu sampling rows for %zu logits rows",
+               rows.size(), plan.logits_rows.size());
+  ids.assign(rows.size(), 0);
+  const Step step = analyze(plan, block_size_);
+  if (step.tokens == 0) return;
+  prepare_step(plan, step);
+  run_step(plan, step, nullptr, rows, &ids);
+}
+
+void CudaBackend::prepare_step(const BatchPlan& plan, const Step& step) {
   check(cudaSetDevice(device_), "selecting the device");
   ensure_capacity(step.tokens, plan.kv_indices.size());
   upload_plan(plan);
+}
+
+void CudaBackend::run_step(const BatchPlan& plan, const Step& step, std::vector<float>* logits,
+                           std::span<const RowSampling> rows, std::vector<int32_t>* ids) {
+  const int64_t V = config_.vocab;
+  const auto R = static_cast<int64_t>(plan.logits_rows.size());
   const auto* logits_dev = logits_.as<float>();
-  if (step.decode && step.tokens <= max_num_seqs_) {
-    run_graph(step);  // logits of every row, in row order
-    bool in_order = R == step.tokens;
-    for (int64_t i = 0; in_order && i < R; ++i)
-      in_order = plan.logits_rows[static_cast<size_t>(i)] == i;
-    if (in_order) {
-      check(cudaMemcpyAsync(logits.data(), logits_dev, static_cast<size_t>(R * V) * sizeof(float),
-                            cudaMemcpyDeviceToHost, stream_),
-            "copying logits");
+  const bool graph = step.decode && step.tokens <= max_num_seqs_;
+  bool sampled = false;  // some row draws (temperature > 0): the sampler, else argmax
+  for (const RowSampling& r : rows) sampled = sampled || r.temperature > 0;
+  // A graph's logits are every token's row in token order; an eager step's are the
+  // plan's rows in chunks of logits_capacity_.
+  const int64_t choose_rows = graph ? step.tokens : R;
+  if (ids) {
+    ensure_choice_capacity(choose_rows, sampled ? std::min<int64_t>(choose_rows, logits_capacity_) : 0);
+    if (sampled) upload_row_params(rows, graph ? plan.logits_rows.data() : nullptr, choose_rows);
+  }
+  if (graph) {
+    run_graph(step);
+    if (ids) {
+      enqueue_choose(0, step.tokens, sampled);
     } else {
-      for (int64_t i = 0; i < R; ++i)
-        check(cudaMemcpyAsync(
-                  logits.data() + i * V,
-                  logits_dev + static_cast<int64_t>(plan.logits_rows[static_cast<size_t>(i)]) * V,
-                  static_cast<size_t>(V) * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+      bool in_order = R == step.tokens;
+      for (int64_t i = 0; in_order && i < R; ++i)
+        in_order = plan.logits_rows[static_cast<size_t>(i)] == i;
+      if (in_order) {
+        check(cudaMemcpyAsync(logits->data(), logits_dev, static_cast<size_t>(R * V) * sizeof(float),
+                              cudaMemcpyDeviceToHost, stream_),
               "copying logits");
+      } else {
+        for (int64_t i = 0; i < R; ++i)
+          check(cudaMemcpyAsync(
+                    logits->data() + i * V,
+                    logits_dev + static_cast<int64_t>(plan.logits_rows[static_cast<size_t>(i)]) * V,
+                    static_cast<size_t>(V) * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+                "copying logits");
+      }
     }
   } else {
     enqueue_layers(step);
@@ -233,13 +277,78 @@ void CudaBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
       g.out_bf16 = rows_h_.as<__nv_bfloat16>();
       check(cuda::gather_rows(g, stream_), "gathering logits rows");
       enqueue_lm_head(rows_h_.as<__nv_bfloat16>(), n);
-      check(cudaMemcpyAsync(logits.data() + r0 * V, logits_dev,
-                            static_cast<size_t>(n * V) * sizeof(float), cudaMemcpyDeviceToHost,
-                            stream_),
-            "copying logits");
+      if (ids)
+        enqueue_choose(r0, n, sampled);
+      else
+        check(cudaMemcpyAsync(logits->data() + r0 * V, logits_dev,
+                              static_cast<size_t>(n * V) * sizeof(float), cudaMemcpyDeviceToHost,
+                              stream_),
+              "copying logits");
     }
   }
+  if (ids && choose_rows > 0)
+    check(cudaMemcpyAsync(ids_host_, ids_.get(), static_cast<size_t>(choose_rows) * sizeof(int32_t),
+                          cudaMemcpyDeviceToHost, stream_),
+          "copying token ids");
   check(cudaStreamSynchronize(stream_), "running the step");
+  if (ids)
+    for (int64_t i = 0; i < R; ++i)
+      (*ids)[static_cast<size_t>(i)] =
+          ids_host_[graph ? plan.logits_rows[static_cast<size_t>(i)] : i];
+}
+
+// Grows the id buffers to `rows` and the sampler's workspace to `sampled_rows`; the
+// stream is idle between steps, so the old buffers are free.
+void CudaBackend::ensure_choice_capacity(int64_t rows, int64_t sampled_rows) {
+  if (rows > ids_capacity_) {
+    check(cudaStreamSynchronize(stream_), "finishing the last step");
+    const int64_t n = std::max<int64_t>(rows, logits_capacity_);
+    check(ids_.allocate(static_cast<size_t>(n) * sizeof(int32_t)), "allocating token ids");
+    check(row_params_.allocate(static_cast<size_t>(n) * sizeof(cuda::SamplingRowParams)),
+          "allocating sampling parameters");
+    if (ids_host_) cudaFreeHost(ids_host_);
+    ids_host_ = nullptr;
+    check(cudaMallocHost(&ids_host_, static_cast<size_t>(n) * sizeof(int32_t)),
+          "allocating pinned token ids");
+    ids_capacity_ = n;
+  }
+  if (sampled_rows > workspace_rows_) {
+    check(cudaStreamSynchronize(stream_), "finishing the last step");
+    check(sample_workspace_.allocate(cuda::sampling_workspace_bytes(sampled_rows, config_.vocab)),
+          "allocating the sampler's workspace");
+    workspace_rows_ = sampled_rows;
+  }
+}
+
+void CudaBackend::upload_row_params(std::span<const RowSampling> rows, const int32_t* to,
+                                    int64_t n) {
+  row_params_host_.assign(static_cast<size_t>(n), cuda::SamplingRowParams{0.0f, 0, 1.0f, 0.0f, 0});
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RowSampling& r = rows[i];
+    row_params_host_[to ? static_cast<size_t>(to[i]) : i] = {r.temperature, r.top_k, r.top_p,
+                                                             r.min_p, r.uniform};
+  }
+  check(cudaMemcpyAsync(row_params_.get(), row_params_host_.data(),
+                        row_params_host_.size() * sizeof(cuda::SamplingRowParams),
+                        cudaMemcpyHostToDevice, stream_),
+        "uploading sampling parameters");
+}
+
+void CudaBackend::enqueue_choose(int64_t first, int64_t n, bool sampled) {
+  if (sampled) {
+    cuda::SampleArgs a;
+    a.logits = logits_.as<float>();
+    a.rows = n;
+    a.vocab = config_.vocab;
+    a.params = row_params_.as<cuda::SamplingRowParams>() + first;
+    a.out = ids_.as<int32_t>() + first;
+    a.workspace = sample_workspace_.get();
+    a.workspace_bytes = sample_workspace_.bytes();
+    check(cuda::sample(a, stream_), "sampling");
+  } else {
+    check(cuda::argmax({logits_.as<float>(), n, config_.vocab, ids_.as<int32_t>() + first}, stream_),
+          "argmax");
+  }
 }
 
 void CudaBackend::run_graph(const Step& step) {

@@ -1,7 +1,8 @@
 // The cuda backend: executes the same BatchPlan as the CPU backend on one GPU. Weights
 // in bf16 (Q8_0 files keep Q8_0), an fp32 residual stream, bf16 activations between
 // kernels, GEMMs through cuBLASLt, a bf16 paged KV cache in device memory read by
-// kernels/cuda/attention.cuh, logits back as fp32.
+// kernels/cuda/attention.cuh, logits back as fp32 (forward) or only the chosen ids
+// (forward_sample: argmax or kernels/cuda/sampling.cuh on the device).
 //
 // Decode steps (every sequence one token at the end of its context) of 1..max_num_seqs
 // sequences replay a CUDA graph captured on first use per batch size: the step buffers
@@ -15,9 +16,11 @@
 
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "kernels/cuda/device_buffer.cuh"
 #include "kernels/cuda/linear.cuh"
+#include "kernels/cuda/sampling.cuh"
 #include "worker/backend/backend.h"
 #include "worker/backend/cuda_weights.h"
 
@@ -36,6 +39,10 @@ class CudaBackend : public Backend {
   int32_t block_size() const override { return block_size_; }
   int32_t num_kv_blocks() const override { return num_blocks_; }
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
+  bool samples_on_device() const override { return true; }
+  void forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows,
+                      std::vector<int32_t>& ids) override;
+  StepProfile profile_step(const BatchPlan& plan, int repeats) override;  // cuda_profile.cpp
 
   // Decode batch sizes replayed from a captured graph so far.
   size_t graphs_captured() const { return graphs_.size(); }
@@ -59,6 +66,17 @@ class CudaBackend : public Backend {
   PlanLayout plan_layout() const;
   void ensure_capacity(int32_t tokens, size_t indices);
   void upload_plan(const BatchPlan& plan);
+  void prepare_step(const BatchPlan& plan, const Step& step);
+  // Runs the step: logits to `logits` (forward) or, with `rows`, ids to `ids`.
+  void run_step(const BatchPlan& plan, const Step& step, std::vector<float>* logits,
+                std::span<const RowSampling> rows, std::vector<int32_t>* ids);
+  void ensure_choice_capacity(int64_t rows, int64_t sampled_rows);
+  // Uploads `n` rows of sampling parameters: plan row i's go to row to[i] (to null: i);
+  // rows no plan row names take argmax.
+  void upload_row_params(std::span<const RowSampling> rows, const int32_t* to, int64_t n);
+  // Chooses the tokens of logits_ rows [0, n) into ids_ + first: the sampler with the
+  // parameters from row_params_ + first, or argmax.
+  void enqueue_choose(int64_t first, int64_t n, bool sampled);
   void enqueue_layers(const Step& step);
   void enqueue_lm_head(const __nv_bfloat16* rows, int64_t n);
   void run_graph(const Step& step);
@@ -88,6 +106,21 @@ class CudaBackend : public Backend {
 
   std::map<int32_t, cudaGraphExec_t> graphs_;  // decode batch size → replayable step
   bool capturing_ = false;
+
+  // forward_sample(): chosen ids (device and pinned host), per-row parameters, and the
+  // sampler's workspace, grown to the most rows seen.
+  cuda::DeviceBuffer ids_, row_params_, sample_workspace_;
+  int32_t* ids_host_ = nullptr;
+  int64_t ids_capacity_ = 0;
+  int64_t workspace_rows_ = 0;
+  std::vector<cuda::SamplingRowParams> row_params_host_;
+
+  // profile_step(): while profiling_, check() records an event after each op.
+  bool profiling_ = false;
+  std::vector<cudaEvent_t> prof_events_;
+  std::vector<const char*> prof_names_;
+  size_t prof_used_ = 0;
+  void record_op(const char* name);
 };
 
 }  // namespace sy

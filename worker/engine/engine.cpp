@@ -40,6 +40,8 @@ class Engine::Impl {
   uint64_t next_arrival = 0;
   std::mt19937_64 seed_source{std::random_device{}()};
   std::vector<float> logits;
+  std::vector<RowSampling> rows;
+  std::vector<int32_t> ids;
 
   void fail(EngineRequest& r, std::string why) {
     FinishEvent f;
@@ -106,7 +108,22 @@ class Engine::Impl {
       const std::vector<int32_t> chunk(s->tokens.begin() + s->num_computed, s->tokens.begin() + s->num_computed + e.num_tokens);
       plan.add_sequence(chunk, s->num_computed, s->blocks, bs, e.sample ? BatchPlan::Logits::kLast : BatchPlan::Logits::kNone);
     }
-    engine.backend_->forward(plan, logits);
+    // Tokens are chosen on the device when the backend can and no row needs the whole
+    // logits row on the host (penalties read the context; logprobs the softmax).
+    bool on_device = engine.backend_->samples_on_device();
+    rows.clear();
+    for (const ScheduledSeq& e : sched.entries) {
+      if (!e.sample) continue;
+      const SamplingParams& p = e.seq->request.sampling;
+      on_device = on_device && p.logprobs < 0 && p.repetition_penalty == 1.0f &&
+                  p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f;
+      rows.push_back({p.temperature, p.top_k, p.top_p, p.min_p,
+                      sampling_uniform(e.seq->seed, e.seq->num_generated())});
+    }
+    if (on_device)
+      engine.backend_->forward_sample(plan, rows, ids);
+    else
+      engine.backend_->forward(plan, logits);
     scheduler.complete(sched);
     ++engine.stats_.steps_total;
 
@@ -116,11 +133,16 @@ class Engine::Impl {
     for (const ScheduledSeq& e : sched.entries) {
       if (!e.sample) continue;
       Sequence* s = e.seq;
-      const std::span<const float> row_logits(logits.data() + row * static_cast<size_t>(vocab), static_cast<size_t>(vocab));
+      SampleResult r;
+      if (on_device) {
+        r.id = ids[row];
+      } else {
+        const std::span<const float> row_logits(logits.data() + row * static_cast<size_t>(vocab), static_cast<size_t>(vocab));
+        const std::span<const int32_t> context(s->tokens);
+        r = sample_token(row_logits, s->request.sampling, s->seed, s->num_generated(), context,
+                         context.subspan(static_cast<size_t>(s->prompt_len)));
+      }
       ++row;
-      const std::span<const int32_t> context(s->tokens);
-      const SampleResult r = sample_token(row_logits, s->request.sampling, s->seed, s->num_generated(), context,
-                                          context.subspan(static_cast<size_t>(s->prompt_len)));
       if (output.add_token(*s, r, engine.stats_, engine.latency_)) finished.push_back(s);
     }
     for (Sequence* s : finished) drop(s);

@@ -60,8 +60,12 @@ std::vector<GenerateResult> Generator::generate(const std::vector<GenerateReques
   }
 
   std::vector<float> logits;
+  std::vector<int32_t> ids;
+  const bool on_device = device_sampling_ && backend_.samples_on_device();
   for (;;) {
     // One step: every unfinished sequence runs its next prefill chunk or decode token.
+    // Its time is the whole step: the plan, the backend and the token choice.
+    const double t0 = now_s();
     BatchPlan plan;
     std::vector<size_t> in_plan;
     std::vector<bool> sample;
@@ -84,21 +88,17 @@ std::vector<GenerateResult> Generator::generate(const std::vector<GenerateReques
       sample.push_back(last_chunk);
     }
     if (in_plan.empty()) break;
-    const double t0 = now_s();
-    backend_.forward(plan, logits);
-    const double dt = now_s() - t0;
-    if (step_prefill > 0) {
-      timing_.prefill_s += dt;
-      timing_.prefill_tokens += step_prefill;
-    } else {
-      timing_.decode_s += dt;
-    }
+    if (on_device)
+      backend_.forward_sample(plan, std::vector<RowSampling>(plan.logits_rows.size()), ids);
+    else
+      backend_.forward(plan, logits);
     size_t row = 0;
     for (size_t k = 0; k < in_plan.size(); ++k) {
       if (!sample[k]) continue;
       Sequence& s = seqs[in_plan[k]];
       const GenerateRequest& req = requests[in_plan[k]];
-      const int32_t next = argmax(&logits[row * static_cast<size_t>(c.vocab)], c.vocab);
+      const int32_t next =
+          on_device ? ids[row] : argmax(&logits[row * static_cast<size_t>(c.vocab)], c.vocab);
       ++row;
       if (step_prefill == 0) ++timing_.decode_tokens;
       if (std::find(req.stop_ids.begin(), req.stop_ids.end(), next) != req.stop_ids.end()) {
@@ -109,6 +109,13 @@ std::vector<GenerateResult> Generator::generate(const std::vector<GenerateReques
       s.result.tokens.push_back(next);
       s.tokens.push_back(next);
       if (static_cast<int32_t>(s.result.tokens.size()) >= req.max_tokens) s.done = true;
+    }
+    const double dt = now_s() - t0;
+    if (step_prefill > 0) {
+      timing_.prefill_s += dt;
+      timing_.prefill_tokens += step_prefill;
+    } else {
+      timing_.decode_s += dt;
     }
   }
   std::vector<GenerateResult> out;

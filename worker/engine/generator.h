@@ -32,10 +32,16 @@ class Generator {
   // the model's context.
   std::vector<GenerateResult> generate(const std::vector<GenerateRequest>& requests);
 
+  // Where generate() takes each argmax: on the device through forward_sample() where
+  // the backend samples there (the default), or on the host from forward()'s logits.
+  // Both choose the first index of the largest logit.
+  void set_device_sampling(bool on) { device_sampling_ = on; }
+
   // Logits for every position of `prompt` ([prompt.size(), vocab]), or only the last.
   std::vector<float> prompt_logits(const std::vector<int32_t>& prompt, bool all_positions);
 
-  // Wall time split of the last generate() call, for benchmarks.
+  // Wall time split of the last generate() call, for benchmarks: each step whole (the
+  // plan, the backend, the token choice), counted as prefill when it ran prompt tokens.
   struct Timing {
     double prefill_s = 0;
     double decode_s = 0;
@@ -48,6 +54,7 @@ class Generator {
   Backend& backend_;
   BlockAllocator blocks_;
   int32_t prefill_chunk_;
+  bool device_sampling_ = true;
   Timing timing_;
 };
 

@@ -44,6 +44,11 @@ double sampling_uniform(uint64_t seed, int64_t index) {
 
 SampleResult sample_token(std::span<const float> logits, const SamplingParams& p, uint64_t seed, int64_t index,
                           std::span<const int32_t> context, std::span<const int32_t> output) {
+  return sample_token_with_draw(logits, p, sampling_uniform(seed, index), context, output);
+}
+
+SampleResult sample_token_with_draw(std::span<const float> logits, const SamplingParams& p, double uniform,
+                                    std::span<const int32_t> context, std::span<const int32_t> output) {
   const auto n = static_cast<int32_t>(logits.size());
   std::vector<float> x(logits.begin(), logits.end());
 
@@ -108,7 +113,7 @@ SampleResult sample_token(std::span<const float> logits, const SamplingParams& p
     }
     double total = 0;
     for (size_t i = 0; i < keep; ++i) total += prob[i];
-    const double u = sampling_uniform(seed, index) * total;
+    const double u = uniform * total;
     double acc = 0;
     r.id = ids[keep - 1];
     for (size_t i = 0; i < keep; ++i) {

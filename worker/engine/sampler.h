@@ -1,6 +1,14 @@
 // Chooses the next token from a row of logits. Random draws are a pure function of
 // (seed, token index): a request continued on another replica with the same seed and
 // the ids generated so far draws exactly the same numbers.
+//
+// On a backend that samples on the device (Backend::samples_on_device(): cuda), the
+// engine sends it the rows without penalties or logprobs instead, with the same draw.
+// Greedy rows get the same argmax as here. Drawn rows follow the same candidate order,
+// filters and draw (kernels/cuda/sampling.cuh), summing probabilities in float64 in
+// another order, so the chosen id can differ from sample_token's only where a running
+// sum meets a threshold within rounding; on one backend a (seed, index) pair always
+// gives the same token for the same logits.
 #pragma once
 
 #include <cstdint>
@@ -28,5 +36,10 @@ double sampling_uniform(uint64_t seed, int64_t index);
 // it); `output` is the generated part (presence/frequency penalties).
 SampleResult sample_token(std::span<const float> logits, const SamplingParams& p, uint64_t seed, int64_t index,
                           std::span<const int32_t> context, std::span<const int32_t> output);
+
+// The same with the draw given: sample_token(..., seed, index, ...) is
+// sample_token_with_draw(..., sampling_uniform(seed, index), ...).
+SampleResult sample_token_with_draw(std::span<const float> logits, const SamplingParams& p, double uniform,
+                                    std::span<const int32_t> context, std::span<const int32_t> output);
 
 }  // namespace sy

@@ -2,9 +2,16 @@
 // Prompts are real text cut to the requested token count; every sequence must come back
 // with exactly the requested number of tokens that decode to valid UTF-8 text before
 // any rate is printed. Each arm is repeated; every repeat is reported, then the median.
+//
+// Arms compared in one process, their repeats interleaved: --gemv-rows opens one
+// backend per value (cuda: bf16 products of up to that many rows on the GEMV kernel, 0
+// for cuBLASLt only); --sampling host copies the fp32 logits to the host and takes the
+// argmax there, device takes it on the device (where the backend can). --profile adds,
+// per batch and backend, where one decode step's time goes (Backend::profile_step).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -19,7 +26,8 @@ namespace {
 
 const char kUsage[] =
     "usage: switchyard-engine-bench --model M [--device cpu] [--prompt-tokens 512] [--decode-tokens 64]\n"
-    "                              [--batch 1,4] [--repeat 3] [--json]\n";
+    "                              [--batch 1,4] [--repeat 3] [--gemv-rows N,...] [--sampling device,host]\n"
+    "                              [--profile] [--json]\n";
 
 const char kText[] =
     "The history of the railway switchyard is a history of sorting. Trains arrive with cars bound for many "
@@ -32,34 +40,94 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = std::min(s.find(',', start), s.size());
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// One decode step of `batch` sequences at context `ctx` (the last token of each at
+// position ctx - 1), sequence i on blocks [i·nb, (i+1)·nb): the blocks the batch's run
+// just filled.
+sy::BatchPlan decode_plan(int32_t batch, int32_t ctx, int32_t block_size, const std::vector<int32_t>& ids) {
+  sy::BatchPlan plan;
+  const int32_t nb = sy::blocks_for(ctx, block_size);
+  for (int32_t i = 0; i < batch; ++i) {
+    std::vector<int32_t> blocks(static_cast<size_t>(nb));
+    for (int32_t b = 0; b < nb; ++b) blocks[static_cast<size_t>(b)] = i * nb + b;
+    plan.add_sequence({ids[static_cast<size_t>(i) % ids.size()]}, ctx - 1, blocks, block_size, sy::BatchPlan::Logits::kLast);
+  }
+  return plan;
+}
+
+nlohmann::json print_profile(const sy::StepProfile& p, int32_t batch, const std::string& arm) {
+  std::fprintf(stderr,
+               "profile batch %d, %s: ops back to back %.3f ms (host queued ahead: %s), graph replay %.3f ms, "
+               "forward() %.3f ms (logits copy alone %.3f ms), forward_sample() argmax %.3f ms, top-p %.3f ms\n",
+               batch, arm.c_str(), p.ops_ms, p.queued_ahead ? "yes" : "NO", p.graph_ms, p.forward_ms, p.logits_copy_ms,
+               p.greedy_ms, p.sampled_ms);
+  std::fprintf(stderr, "  %-22s %6s %10s %7s %9s\n", "op", "calls", "ms/step", "share", "GB/s");
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& op : p.ops) {
+    std::fprintf(stderr, "  %-22s %6d %10.4f %6.1f%% %9.0f\n", op.name.c_str(), op.calls, op.ms,
+                 100.0 * op.ms / std::max(p.ops_ms, 1e-9), op.bytes > 0 ? op.bytes / (op.ms * 1e6) : 0.0);
+    ops.push_back({{"op", op.name}, {"calls", op.calls}, {"ms", op.ms}, {"bytes", op.bytes}});
+  }
+  return {{"batch", batch},       {"arm", arm},
+          {"ops", ops},           {"ops_ms", p.ops_ms},
+          {"queued_ahead", p.queued_ahead}, {"graph_ms", p.graph_ms},
+          {"forward_ms", p.forward_ms},     {"logits_copy_ms", p.logits_copy_ms},
+          {"greedy_ms", p.greedy_ms},       {"sampled_ms", p.sampled_ms}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace sy;
   try {
     cli::Args a(std::vector<std::string>(argv + 1, argv + argc),
-                {"model", "device", "prompt-tokens", "decode-tokens", "batch", "repeat"}, {"json"});
+                {"model", "device", "prompt-tokens", "decode-tokens", "batch", "repeat", "gemv-rows", "sampling"},
+                {"json", "profile"});
     const int32_t prompt_tokens = static_cast<int32_t>(a.get_int("prompt-tokens", 512));
     const int32_t decode_tokens = static_cast<int32_t>(a.get_int("decode-tokens", 64));
     const int repeat = static_cast<int>(a.get_int("repeat", 3));
     const std::vector<int32_t> batches = cli::parse_id_list(a.get_or("batch", "1"));
     if (prompt_tokens < 1 || decode_tokens < 2 || repeat < 1) throw cli::UsageError("need prompt-tokens >= 1, decode-tokens >= 2, repeat >= 1");
+    const BackendOptions defaults;
+    const std::vector<int32_t> gemv_rows =
+        a.has("gemv-rows") ? cli::parse_id_list(a.get("gemv-rows")) : std::vector<int32_t>{defaults.gemv_max_rows};
+    const std::vector<std::string> samplings = split_list(a.get_or("sampling", "device"));
+    for (const auto& m : samplings)
+      if (m != "device" && m != "host") throw cli::UsageError("--sampling takes device and/or host");
+    if (gemv_rows.empty() || samplings.empty()) throw cli::UsageError("empty --gemv-rows or --sampling");
 
     auto src = ModelSource::open(a.get("model"));
     auto tok = Tokenizer::from_model(*src);
     const ModelConfig config = ModelConfig::from_source(*src);
     const int32_t max_batch = *std::max_element(batches.begin(), batches.end());
-    BackendOptions opt;
-    opt.num_kv_blocks = max_batch * blocks_for(prompt_tokens + decode_tokens, opt.block_size);
-    // Every batch size runs as the server would: decode steps from CUDA graphs (captured
-    // up to max_num_seqs), prefill of all prompts in one step.
-    opt.max_num_seqs = max_batch;
-    opt.max_step_tokens = max_batch * prompt_tokens;
-    const auto t_load = std::chrono::steady_clock::now();
-    auto backend = create_backend(a.get_or("device", "cpu"), *src, config, opt);
-    const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+    // One backend per --gemv-rows value.
+    std::vector<std::unique_ptr<Backend>> backends;
+    for (int32_t rows : gemv_rows) {
+      BackendOptions opt;
+      opt.num_kv_blocks = max_batch * blocks_for(prompt_tokens + decode_tokens, opt.block_size);
+      // Every batch size runs as the server would: decode steps from CUDA graphs
+      // (captured up to max_num_seqs), prefill of all prompts in one step.
+      opt.max_num_seqs = max_batch;
+      opt.max_step_tokens = max_batch * prompt_tokens;
+      opt.gemv_max_rows = rows;
+      const auto t_load = std::chrono::steady_clock::now();
+      backends.push_back(create_backend(a.get_or("device", "cpu"), *src, config, opt));
+      const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+      std::fprintf(stderr, "model %s (%s), backend %s (gemv rows %d), loaded in %.1f s\n", a.get("model").c_str(),
+                   config.describe().c_str(), backends.back()->name().c_str(), rows, load_s);
+    }
 
-    // A real-text prompt of exactly prompt_tokens tokens; sequence i differs in its first
+    // A real-text prompt of exactly prompt_tokens tokens; sequence i differs in its last
     // token so that no two prompts are identical.
     std::string text;
     std::vector<int32_t> ids;
@@ -69,10 +137,21 @@ int main(int argc, char** argv) {
     }
     ids.resize(static_cast<size_t>(prompt_tokens));
 
-    std::fprintf(stderr, "model %s (%s), backend %s, loaded in %.1f s\n", a.get("model").c_str(), config.describe().c_str(),
-                 backend->name().c_str(), load_s);
+    struct Arm {
+      size_t backend;
+      int32_t gemv_rows;
+      bool device_sampling;
+      std::string label;
+    };
+    std::vector<Arm> arms;
+    for (size_t b = 0; b < backends.size(); ++b)
+      for (const auto& m : samplings)
+        arms.push_back({b, gemv_rows[b], m == "device", "gemv " + std::to_string(gemv_rows[b]) + ", sampling " + m});
+
     nlohmann::json report = nlohmann::json::array();
-    Generator gen(*backend);
+    nlohmann::json profiles = nlohmann::json::array();
+    std::vector<std::unique_ptr<Generator>> gens;
+    for (auto& b : backends) gens.push_back(std::make_unique<Generator>(*b));
     for (int32_t batch : batches) {
       std::vector<GenerateRequest> reqs(static_cast<size_t>(batch));
       for (int32_t i = 0; i < batch; ++i) {
@@ -80,35 +159,60 @@ int main(int argc, char** argv) {
         reqs[static_cast<size_t>(i)].prompt.back() = ids[static_cast<size_t>(i) % ids.size()];
         reqs[static_cast<size_t>(i)].max_tokens = decode_tokens;  // no stop ids: always the full length
       }
-      std::vector<double> prefill_rates, decode_rates;
+      std::vector<std::vector<double>> prefill_rates(arms.size()), decode_rates(arms.size());
+      std::vector<std::vector<std::vector<int32_t>>> first_tokens(arms.size());
       for (int r = 0; r < repeat; ++r) {
-        const auto results = gen.generate(reqs);
-        for (const auto& res : results) {
-          if (static_cast<int32_t>(res.tokens.size()) != decode_tokens) throw std::runtime_error("a sequence returned the wrong number of tokens");
-          const std::string out = tok->decode(res.tokens);
-          if (out.empty() || !sy::is_valid_utf8(out)) throw std::runtime_error("a sequence decoded to empty or invalid text");
+        for (size_t k = 0; k < arms.size(); ++k) {
+          Generator& gen = *gens[arms[k].backend];
+          gen.set_device_sampling(arms[k].device_sampling);
+          const auto results = gen.generate(reqs);
+          for (const auto& res : results) {
+            if (static_cast<int32_t>(res.tokens.size()) != decode_tokens) throw std::runtime_error("a sequence returned the wrong number of tokens");
+            const std::string out = tok->decode(res.tokens);
+            if (out.empty() || !sy::is_valid_utf8(out)) throw std::runtime_error("a sequence decoded to empty or invalid text");
+          }
+          if (r == 0) first_tokens[k] = {results[0].tokens};
+          const auto& t = gen.last_timing();
+          prefill_rates[k].push_back(static_cast<double>(t.prefill_tokens) / t.prefill_s);
+          decode_rates[k].push_back(static_cast<double>(t.decode_tokens) / t.decode_s);
+          std::fprintf(stderr, "  batch %d repeat %d [%s]: prefill %lld tok in %.3f s (%.1f tok/s), decode %lld tok in %.3f s (%.2f tok/s)\n",
+                       batch, r + 1, arms[k].label.c_str(), static_cast<long long>(t.prefill_tokens), t.prefill_s,
+                       prefill_rates[k].back(), static_cast<long long>(t.decode_tokens), t.decode_s, decode_rates[k].back());
         }
-        const auto& t = gen.last_timing();
-        prefill_rates.push_back(static_cast<double>(t.prefill_tokens) / t.prefill_s);
-        decode_rates.push_back(static_cast<double>(t.decode_tokens) / t.decode_s);
-        std::fprintf(stderr, "  batch %d repeat %d: prefill %lld tok in %.3f s (%.1f tok/s), decode %lld tok in %.3f s (%.2f tok/s)\n", batch,
-                     r + 1, static_cast<long long>(t.prefill_tokens), t.prefill_s, prefill_rates.back(),
-                     static_cast<long long>(t.decode_tokens), t.decode_s, decode_rates.back());
       }
-      report.push_back({{"batch", batch},
-                        {"prompt_tokens", prompt_tokens},
-                        {"decode_tokens", decode_tokens},
-                        {"prefill_tok_s_median", median(prefill_rates)},
-                        {"decode_tok_s_median", median(decode_rates)},
-                        {"prefill_tok_s", prefill_rates},
-                        {"decode_tok_s", decode_rates}});
+      // Host and device argmax on the same backend must agree token for token.
+      for (size_t k = 1; k < arms.size(); ++k)
+        if (arms[k].backend == arms[k - 1].backend && first_tokens[k] != first_tokens[k - 1])
+          std::fprintf(stderr, "  batch %d: sequence 0 differs between [%s] and [%s]\n", batch, arms[k - 1].label.c_str(),
+                       arms[k].label.c_str());
+      for (size_t k = 0; k < arms.size(); ++k)
+        report.push_back({{"batch", batch},
+                          {"gemv_rows", arms[k].gemv_rows},
+                          {"sampling", arms[k].device_sampling ? "device" : "host"},
+                          {"prompt_tokens", prompt_tokens},
+                          {"decode_tokens", decode_tokens},
+                          {"prefill_tok_s_median", median(prefill_rates[k])},
+                          {"decode_tok_s_median", median(decode_rates[k])},
+                          {"prefill_tok_s", prefill_rates[k]},
+                          {"decode_tok_s", decode_rates[k]}});
+      if (a.has("profile")) {
+        const BatchPlan plan = decode_plan(batch, prompt_tokens + decode_tokens - 1, backends[0]->block_size(), ids);
+        for (size_t b = 0; b < backends.size(); ++b) {
+          const StepProfile p = backends[b]->profile_step(plan, 9);
+          if (p.ops.empty() && p.forward_ms == 0) continue;
+          profiles.push_back(print_profile(p, batch, "gemv " + std::to_string(gemv_rows[b])));
+        }
+      }
     }
     if (a.has("json")) {
-      std::puts(report.dump(2).c_str());
+      std::puts(a.has("profile") ? nlohmann::json{{"runs", report}, {"profiles", profiles}}.dump(2).c_str()
+                                 : report.dump(2).c_str());
     } else {
-      std::printf("%-6s %-8s %-8s %-18s %-18s\n", "batch", "prompt", "decode", "prefill tok/s", "decode tok/s");
+      std::printf("%-6s %-6s %-9s %-8s %-8s %-18s %-18s\n", "batch", "gemv", "sampling", "prompt", "decode", "prefill tok/s",
+                  "decode tok/s");
       for (const auto& row : report)
-        std::printf("%-6d %-8d %-8d %-18.1f %-18.2f\n", row["batch"].get<int>(), prompt_tokens, decode_tokens,
+        std::printf("%-6d %-6d %-9s %-8d %-8d %-18.1f %-18.2f\n", row["batch"].get<int>(), row["gemv_rows"].get<int>(),
+                    row["sampling"].get<std::string>().c_str(), prompt_tokens, decode_tokens,
                     row["prefill_tok_s_median"].get<double>(), row["decode_tok_s_median"].get<double>());
     }
     return 0;

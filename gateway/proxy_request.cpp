@@ -151,8 +151,20 @@ void ProxyRequest::on_tokens(const AttemptPtr& a, const InternalTokens& t) {
   if (!first_token_) {
     // This attempt wins the race: the others are cancelled on their workers.
     first_token_ = true;
-    for (const AttemptPtr& other : std::vector<AttemptPtr>(live_))
-      if (other != a) close_attempt(other, false);
+    for (const AttemptPtr& other : std::vector<AttemptPtr>(live_)) {
+      if (other == a) continue;
+      // A worker answers the headers as soon as it reads a request; a loser silent for a
+      // whole hedge delay never got it (a dead link, a stopped process). Outlier
+      // detection must count that, or the replica keeps drawing requests that only
+      // hedges rescue, until the budget runs dry and they fail.
+      const bool unreachable = other->status == 0 && now - other->sent_at >= seconds(timeouts_.hedge_delay);
+      close_attempt(other, false);
+      if (unreachable)
+        boost::asio::post(core.executor(), [c = ctx_->core, i = other->replica] {
+          c->fleet().attempt_failed(i);
+          c->dispatch();
+        });
+    }
     if (a->hedge) boost::asio::post(core.executor(), [c = ctx_->core] { c->hedge_won(); });
     ex_->add_header("x-switchyard-replica", a->info.id);
     const double ttft = std::chrono::duration<double>(now - arrived_at_).count();

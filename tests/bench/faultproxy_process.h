@@ -1,7 +1,8 @@
 // A real `switchyard-faultproxy` process in front of an upstream port, for integration
 // tests: started with its listen and control ports chosen by the OS (read back from the
 // line it prints), toxics added and cleared through its control API, stopped with
-// SIGTERM (SIGKILL in the destructor if it is still running).
+// SIGTERM (SIGKILL in the destructor if it is still running). FaultProxyControl alone
+// drives a proxy someone else started, given its control port.
 //
 //   FaultProxyProcess proxy(worker_port);
 //   ASSERT_TRUE(proxy.started());
@@ -26,7 +27,48 @@
 
 namespace sy::testing {
 
-class FaultProxyProcess {
+// The control API of a running proxy.
+class FaultProxyControl {
+ public:
+  explicit FaultProxyControl(uint16_t control_port = 0) : control_port_(control_port) {}
+
+  uint16_t control_port() const { return control_port_; }
+
+  // POST /toxics: the new toxic's id, or -1 (the reply is in last_reply()).
+  int64_t add_toxic(const nlohmann::json& toxic) {
+    last_ = http_request(control_port_, "POST", "/toxics", toxic.dump());
+    const auto j = last_.json();
+    return last_.status == 201 && j.contains("id") ? j["id"].get<int64_t>() : -1;
+  }
+  bool remove_toxic(int64_t id) {
+    last_ = http_request(control_port_, "DELETE", "/toxics/" + std::to_string(id));
+    return last_.status == 200;
+  }
+  bool clear_toxics() {
+    last_ = http_request(control_port_, "DELETE", "/toxics");
+    return last_.status == 200;
+  }
+  // POST /reset-all: how many connections were reset, or -1.
+  int64_t reset_all() {
+    last_ = http_request(control_port_, "POST", "/reset-all");
+    const auto j = last_.json();
+    return last_.status == 200 && j.contains("reset") ? j["reset"].get<int64_t>() : -1;
+  }
+  nlohmann::json toxics() { return get("/toxics"); }
+  nlohmann::json stats() { return get("/stats"); }
+  const HttpResult& last_reply() const { return last_; }
+
+ protected:
+  nlohmann::json get(const std::string& target) {
+    last_ = http_request(control_port_, "GET", target);
+    return last_.status == 200 ? last_.json() : nlohmann::json();
+  }
+
+  uint16_t control_port_ = 0;
+  HttpResult last_;
+};
+
+class FaultProxyProcess : public FaultProxyControl {
  public:
   // `toxics` are passed as --toxic flags; `extra_args` as they are (e.g. {"--seed", "7"}).
   explicit FaultProxyProcess(uint16_t upstream_port, const std::vector<nlohmann::json>& toxics = {},
@@ -69,32 +111,7 @@ class FaultProxyProcess {
 
   bool started() const { return port_ != 0 && control_port_ != 0; }
   uint16_t port() const { return port_; }  // where clients connect
-  uint16_t control_port() const { return control_port_; }
   pid_t pid() const { return pid_; }
-
-  // POST /toxics: the new toxic's id, or -1 (the reply is in last_reply()).
-  int64_t add_toxic(const nlohmann::json& toxic) {
-    last_ = http_request(control_port_, "POST", "/toxics", toxic.dump());
-    const auto j = last_.json();
-    return last_.status == 201 && j.contains("id") ? j["id"].get<int64_t>() : -1;
-  }
-  bool remove_toxic(int64_t id) {
-    last_ = http_request(control_port_, "DELETE", "/toxics/" + std::to_string(id));
-    return last_.status == 200;
-  }
-  bool clear_toxics() {
-    last_ = http_request(control_port_, "DELETE", "/toxics");
-    return last_.status == 200;
-  }
-  // POST /reset-all: how many connections were reset, or -1.
-  int64_t reset_all() {
-    last_ = http_request(control_port_, "POST", "/reset-all");
-    const auto j = last_.json();
-    return last_.status == 200 && j.contains("reset") ? j["reset"].get<int64_t>() : -1;
-  }
-  nlohmann::json toxics() { return get("/toxics"); }
-  nlohmann::json stats() { return get("/stats"); }
-  const HttpResult& last_reply() const { return last_; }
 
   // SIGTERM; the exit status, or -1 when it did not exit within `limit` (then SIGKILL).
   int terminate(std::chrono::seconds limit = std::chrono::seconds(10)) {
@@ -114,11 +131,6 @@ class FaultProxyProcess {
   }
 
  private:
-  nlohmann::json get(const std::string& target) {
-    last_ = http_request(control_port_, "GET", target);
-    return last_.status == 200 ? last_.json() : nlohmann::json();
-  }
-
   bool running() {
     if (pid_ <= 0 || exited_) return false;
     int status = 0;
@@ -161,8 +173,6 @@ class FaultProxyProcess {
   bool exited_ = false;
   int exit_code_ = -1;
   uint16_t port_ = 0;
-  uint16_t control_port_ = 0;
-  HttpResult last_;
 };
 
 }  // namespace sy::testing

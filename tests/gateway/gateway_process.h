@@ -1,6 +1,6 @@
 // A real `switchyard-gateway --config FILE` process for integration tests: started with
 // its listeners on ports the OS chose (read back from the lines it prints), stopped with
-// SIGTERM and then SIGKILL, and checked to leave no switchyard-worker behind.
+// SIGTERM and then SIGKILL, and checked to leave no worker process behind.
 #pragma once
 
 #include <poll.h>
@@ -127,8 +127,9 @@ class GatewayProcess {
     return true;
   }
 
-  // Alive means: the pid exists, is not a zombie, and still runs switchyard-worker (a
-  // recycled pid is someone else's process).
+  // Alive means: the pid exists, is not a zombie, and still runs a worker program
+  // (switchyard-worker, or the simulated ones of the resilience tests; a recycled pid is
+  // someone else's process).
   static bool worker_alive(pid_t p) {
     const std::string proc = "/proc/" + std::to_string(p);
     const std::string stat = read_text_file(proc + "/stat");
@@ -136,7 +137,10 @@ class GatewayProcess {
     const size_t paren = stat.rfind(')');
     if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z')
       return false;
-    return read_text_file(proc + "/cmdline").find("switchyard-worker") != std::string::npos;
+    const std::string cmdline = read_text_file(proc + "/cmdline");
+    for (const char* program : {"switchyard-worker", "switchyard-simworker", "sy_proxied_worker"})
+      if (cmdline.find(program) != std::string::npos) return true;
+    return false;
   }
 
   void kill_workers() {

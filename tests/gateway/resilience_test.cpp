@@ -7,137 +7,23 @@
 
 #include <signal.h>
 
-#include <fstream>
 #include <future>
-#include <thread>
 
-#include "fixture_util.h"
-#include "gateway/gateway_process.h"
-#include "worker/fixture_edit.h"
-#include "worker/worker_process.h"
+#include "gateway/fleet_harness.h"
 
 namespace sy {
 namespace {
 
-using testing::GatewayProcess;
-using testing::http_request;
-using testing::HttpResult;
+using testing::request_body;
+using testing::Streamed;
 
-std::string write_config(const std::string& path, int replicas) {
-  std::ofstream(path) << "model: " << testing::fixture_path("qwen3-tiny-bf16.gguf") << "\n"
-                      << "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\ndevices: [cpu]\n"
-                      << "modes:\n  throughput: {replicas: " << replicas << "}\n"
-                      << "worker:\n  binary: " << SY_BIN_DIR << "/switchyard-simworker\n"
-                      << "  kv_blocks: 512\n  max_num_seqs: 8\n"
-                      << "  extra_args: [--ttft-ms, '5', --itl-ms, '15']\n"
-                      << "startup: {stagger_s: 0, ready_timeout_s: 30, restart_backoff_initial_s: 0.2}\n"
-                      << "resilience: {hedge_max_priority: batch, hedge_delay_min_s: 0.25, hedge_delay_max_s: 0.3,\n"
-                      << "             stall_min_s: 0.4, stall_max_s: 0.6, first_token_timeout_s: 1.5}\n";
-  return path;
-}
-
-// The text of a streamed completion, and whether it ended cleanly with [DONE].
-struct Streamed {
-  int status = 0;
-  std::string text;
-  bool done = false;
-  bool error = false;
-  std::string replica;
-};
-
-Streamed parse_stream(const HttpResult& r) {
-  Streamed s;
-  s.status = r.status;
-  s.replica = r.header("x-switchyard-replica");
-  size_t pos = 0;
-  while (pos < r.body.size()) {
-    size_t end = r.body.find('\n', pos);
-    if (end == std::string::npos) end = r.body.size();
-    const std::string line = r.body.substr(pos, end - pos);
-    pos = end + 1;
-    if (line.rfind("event: error", 0) == 0) s.error = true;
-    if (line.rfind("data: ", 0) != 0) continue;
-    const std::string data = line.substr(6);
-    if (data == "[DONE]") {
-      s.done = true;
-      continue;
-    }
-    const auto j = nlohmann::json::parse(data, nullptr, false);
-    if (j.is_discarded()) continue;
-    if (j.contains("error")) s.error = true;
-    if (j.contains("choices") && !j["choices"].empty() && j["choices"][0].contains("text"))
-      s.text += j["choices"][0]["text"].get<std::string>();
-  }
-  return s;
-}
-
-nlohmann::json request_body(int i, bool seeded, int max_tokens) {
-  nlohmann::json b = {{"prompt", "Tell me about harbours, request " + std::to_string(i)},
-                      {"max_tokens", max_tokens},
-                      {"stream", true},
-                      {"temperature", seeded ? 0.8 : 0.0}};
-  if (seeded) b["seed"] = 1000 + i;
-  return b;
-}
-
-class Resilience : public ::testing::Test {
+class Resilience : public testing::FleetTest {
  protected:
   void start(int replicas) {
-    replicas_ = replicas;
-    config_ = write_config(testing::temp_path("resilience.yaml"), replicas);
-    gw_ = std::make_unique<GatewayProcess>(std::string(SY_BIN_DIR) + "/switchyard-gateway", std::vector<std::string>{"--config", config_},
-                                           testing::temp_path("resilience.log"));
-    ASSERT_NE(gw_->port(), 0) << gw_->log();
-    ASSERT_TRUE(wait_ready()) << gw_->log();
+    testing::FleetSpec spec;
+    spec.replicas = replicas;
+    FleetTest::start(spec);
   }
-  ~Resilience() override {
-    for (pid_t p : stopped_) ::kill(p, SIGCONT);
-    if (gw_) gw_->terminate();
-    if (!config_.empty()) std::filesystem::remove(config_);
-  }
-
-  nlohmann::json status() {
-    const auto r = http_request(gw_->admin_port(), "GET", "/admin/status");
-    return r.status == 200 ? r.json() : nlohmann::json();
-  }
-  bool wait_ready(std::chrono::seconds limit = std::chrono::seconds(30)) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      const auto s = status();
-      int ready = 0;
-      if (s.is_object())
-        for (const auto& r : s["replicas"]) {
-          gw_->remember_worker(r["pid"].get<pid_t>());
-          ready += r["state"] == "ready" && r["kv_events_connected"].get<bool>();
-        }
-      if (ready == replicas_) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  }
-  // The pid of the replica serving a request now, waiting for one (at most 5 s).
-  pid_t busy_replica_pid() {
-    for (int i = 0; i < 500; ++i) {
-      const auto s = status();  // a named copy: the loop must not iterate a temporary's member
-      for (const auto& r : s["replicas"])
-        if (r["load"]["in_flight"].get<int>() > 0) return r["pid"].get<pid_t>();
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  }
-  int64_t counter(const char* name) { return status()["counters"][name].get<int64_t>(); }
-  Streamed complete(const nlohmann::json& body) {
-    return parse_stream(http_request(gw_->port(), "POST", "/v1/completions", body.dump()));
-  }
-  void stop(pid_t p) {
-    ::kill(p, SIGSTOP);
-    stopped_.push_back(p);
-  }
-
-  int replicas_ = 0;
-  std::string config_;
-  std::unique_ptr<GatewayProcess> gw_;
-  std::vector<pid_t> stopped_;
 };
 
 // A worker that stops or dies mid-stream: the stream continues on the other replica with
@@ -159,8 +45,8 @@ TEST_F(Resilience, MidStreamFaultsKeepTheExactText) {
       ASSERT_GT(victim, 0) << status().dump() << gw_->log();
       if (sig == SIGSTOP) stop(victim);
       else ::kill(victim, SIGKILL);
-      ASSERT_EQ(disturbed.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "the request hung";
       const Streamed got = disturbed.get();
+      ASSERT_FALSE(got.timed_out) << "the request hung";
       EXPECT_EQ(got.status, 200);
       EXPECT_TRUE(got.done) << "no [DONE]";
       EXPECT_FALSE(got.error);
@@ -206,11 +92,11 @@ TEST_F(Resilience, BudgetBoundsAttemptsWhenEveryReplicaFails) {
   constexpr int kRequests = 24;
   std::vector<std::future<Streamed>> results;
   for (int i = 0; i < kRequests; ++i)
-    results.push_back(std::async(std::launch::async, [&, i] { return complete(request_body(200 + i, false, 4)); }));
+    results.push_back(std::async(std::launch::async, [&, i] { return complete(request_body(200 + i, false, 4), std::chrono::seconds(60)); }));
   int failed = 0;
   for (auto& f : results) {
-    ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "a request hung";
     const Streamed got = f.get();
+    ASSERT_FALSE(got.timed_out) << "a request hung";
     failed += got.status != 200 || got.error || !got.done;
   }
   EXPECT_EQ(failed, kRequests);

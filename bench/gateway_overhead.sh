@@ -32,9 +32,9 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
-wait_http() {  # URL JQ_CONDITION SECONDS
+wait_http() {  # URL PYTHON_CONDITION_ON_j SECONDS
   local deadline=$((SECONDS + $3))
-  until curl -fsS "$1" 2>/dev/null | jq -e "$2" >/dev/null 2>&1; do
+  until curl -fsS "$1" 2>/dev/null | python3 -c "import json,sys; j=json.load(sys.stdin); sys.exit(0 if ($2) else 1)" 2>/dev/null; do
     ((SECONDS < deadline)) || { echo "timed out waiting for $1" >&2; exit 1; }
     sleep 0.2
   done
@@ -45,7 +45,7 @@ wait_http() {  # URL JQ_CONDITION SECONDS
 "$BIN/switchyard-simworker" serve --model "$MODEL" --port "$DIRECT_PORT" --max-num-seqs 4096 \
   --kv-blocks 65536 $SIM_TIMING >"$OUT/direct.out" 2>"$OUT/direct.log" &
 PIDS+=($!)
-wait_http "http://127.0.0.1:$DIRECT_PORT/ready" '.ready' 30
+wait_http "http://127.0.0.1:$DIRECT_PORT/ready" 'j["ready"]' 30
 
 # The gateway and its simulated fleet.
 sim_args=$(printf "'%s', " $SIM_TIMING)
@@ -69,7 +69,7 @@ YAML
 PIDS+=($!)
 started=$SECONDS
 wait_http "http://127.0.0.1:$ADMIN_PORT/admin/status" \
-  "[.replicas[] | select(.state == \"ready\" and .kv_events_connected)] | length == $REPLICAS" 120
+  "sum(r['state'] == 'ready' and bool(r.get('kv_events_connected')) for r in j['replicas']) == $REPLICAS" 120
 echo "gateway and $REPLICAS simulated workers ready in $((SECONDS - started)) s" >&2
 
 run_arm() {  # NAME PORT RUN
@@ -84,20 +84,19 @@ done
 
 echo "# rate $RATE req/s offered, $DURATION s per run, prompt ~$PROMPT_TOKENS tokens, max_tokens $MAX_TOKENS,"
 echo "# simulated workers: $SIM_TIMING; gateway fleet: $REPLICAS workers; raw results in $OUT"
-jq -rn '
-  def med(xs): (xs | sort) as $s | if ($s | length) % 2 == 1 then $s[($s | length) / 2 | floor]
-               else ($s[($s | length) / 2 - 1] + $s[($s | length) / 2]) / 2 end;
-  def r1: . * 10 | round / 10;
-  [inputs] as $all
-  | ["arm", "run", "ok", "err", "achieved req/s", "TTFT p50 ms", "TTFT p99 ms", "e2e p50 ms", "e2e p99 ms"],
-    ($all[] | .levels[0] as $l | [.arm, .run, $l.ok, $l.errors, ($l.ok_requests_per_s | r1),
-       ($l.ttft_ms.p50 | r1), ($l.ttft_ms.p99 | r1), ($l.e2e_ms.p50 | r1), ($l.e2e_ms.p99 | r1)]),
-    ( [["ttft_ms","p50"],["ttft_ms","p99"],["e2e_ms","p50"],["e2e_ms","p99"]] as $keys
-      | ["added", "gw-direct", "-", "-", "-"] +
-        [ $keys[] as $k
-          | (med([$all[] | select(.arm == "gateway") | .levels[0][$k[0]][$k[1]]]) -
-             med([$all[] | select(.arm == "direct") | .levels[0][$k[0]][$k[1]]])) | r1 ] )
-  | @tsv' \
-  < <(for f in "$OUT"/direct-*.json "$OUT"/gateway-*.json; do
-        b=$(basename "$f" .json); jq -c --arg arm "${b%-*}" --arg run "${b##*-}" '. + {arm: $arm, run: $run}' "$f"
-      done) | column -t -s $'\t'
+python3 - "$OUT" <<'PY' | if command -v column >/dev/null; then column -t -s $'\t'; else cat; fi
+import glob, json, os, statistics, sys
+out = sys.argv[1]
+runs = []
+for arm in ("direct", "gateway"):
+    for f in sorted(glob.glob(f"{out}/{arm}-*.json")):
+        lv = json.load(open(f))["levels"][0]
+        runs.append((arm, os.path.basename(f)[len(arm) + 1:-5], lv))
+keys = [("ttft_ms", "p50"), ("ttft_ms", "p99"), ("e2e_ms", "p50"), ("e2e_ms", "p99")]
+print("\t".join(["arm", "run", "ok", "err", "achieved req/s", "TTFT p50 ms", "TTFT p99 ms", "e2e p50 ms", "e2e p99 ms"]))
+for arm, run, lv in runs:
+    print("\t".join(map(str, [arm, run, lv["ok"], lv["errors"], round(lv["ok_requests_per_s"], 1)] +
+                     [round(lv[a][b], 1) for a, b in keys])))
+med = lambda arm, a, b: statistics.median(lv[a][b] for x, _, lv in runs if x == arm)
+print("\t".join(["added", "gw-direct", "-", "-", "-"] + [str(round(med("gateway", a, b) - med("direct", a, b), 1)) for a, b in keys]))
+PY

@@ -7,16 +7,17 @@
 #   bash bench/routing_compare.sh [USERS] [TURNS] [REPEAT]
 #
 # Model: the `small` synthetic preset (8 layers, hidden 512) with the real Qwen3
-# tokenizer, made here on first use. Needs build/bin and models/qwen3-tokenizer (made by
-# scripts/demo_model.sh).
+# tokenizer, made here on first use. Needs $BUILD/bin (BUILD defaults to build) and
+# models/qwen3-tokenizer (made by scripts/demo_model.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 users=${1:-8}
 turns=${2:-4}
 repeat=${3:-2}
+bin=${BUILD:-build}/bin
 model=models/qwen3-small-synthetic.gguf
 if [ ! -s "$model" ]; then
-  build/bin/switchyard-worker make-model --arch qwen3 --preset small \
+  "$bin"/switchyard-worker make-model --arch qwen3 --preset small \
     --tokenizer-from models/qwen3-tokenizer/tokenizer.json --out "$model.tmp" >/dev/null
   mv "$model.tmp" "$model"
 fi
@@ -40,16 +41,16 @@ worker: {max_num_seqs: 8, kv_memory_gb: 0.25, prefill_chunk: 256, cpu_threads: 1
 startup: {stagger_s: 0, max_parallel_loads: 1}
 routing: {policy: $policy}
 YAML
-  build/bin/switchyard-gateway --config "$cfg" >"$work/$policy-$run.gateway.log" 2>&1 &
+  "$bin"/switchyard-gateway --config "$cfg" >"$work/$policy-$run.gateway.log" 2>&1 &
   gw_pid=$!
-  for _ in $(seq 300); do
+  for _ in $(seq 180); do
     ready=$(curl -sf http://127.0.0.1:18311/admin/status | python3 -c \
       'import json,sys; print(sum(r["state"]=="ready" for r in json.load(sys.stdin)["replicas"]))' 2>/dev/null || echo 0)
     [ "$ready" = 4 ] && break
     sleep 1
   done
-  [ "$ready" = 4 ] || { echo "fleet not ready for $policy" >&2; exit 1; }
-  build/bin/switchyard-bench --url http://127.0.0.1:18310 --concurrency "$users" \
+  [ "$ready" = 4 ] || { echo "fleet not ready for $policy:" >&2; tail -n 30 "$work/$policy-$run.gateway.log" >&2; exit 1; }
+  "$bin"/switchyard-bench --url http://127.0.0.1:18310 --concurrency "$users" \
     --num-requests $((users * turns * 2)) --multi-turn "$turns" --system-prompts 2 \
     --system-tokens 384 --prompt-tokens 48 --max-tokens 16 --json \
     >"$work/$policy-$run.json" 2>"$work/$policy-$run.txt"

@@ -1,6 +1,7 @@
 // switchyard-gateway --config FILE [--model PATH] [--listen HOST:PORT] [--mode NAME]
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ int main(int argc, char** argv) {
     if (a.has("listen")) config.listen = a.get("listen");
     if (a.has("admin-listen")) config.admin_listen = a.get("admin-listen");
     if (a.has("mode")) config.default_mode = a.get("mode");
+    if (config.worker.binary.empty())  // the worker built beside this gateway, wherever it runs from
+      config.worker.binary = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "switchyard-worker").string();
     config.validate("command line");
     sy::gateway::Gateway gw(std::move(config));
     return gw.run();

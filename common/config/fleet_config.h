@@ -20,7 +20,7 @@ struct ModeConfig {
 };
 
 struct WorkerConfig {
-  std::string binary = "build/bin/switchyard-worker";
+  std::string binary;  // empty: switchyard-worker beside the gateway executable
   int32_t max_num_seqs = 8;
   int32_t kv_blocks = 0;         // 0: from kv_memory_gb
   double kv_memory_gb = 1.0;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -26,6 +27,7 @@ struct FleetSpec {
   std::string worker_binary = std::string(SY_BIN_DIR) + "/switchyard-simworker";
   std::vector<std::string> worker_args = {"--ttft-ms", "5", "--itl-ms", "15"};
   int max_num_seqs = 8;
+  int kv_blocks = 512;  // of 16 tokens
   std::string resilience =
       "{hedge_max_priority: batch, hedge_delay_min_s: 0.25, hedge_delay_max_s: 0.3,\n"
       "  stall_min_s: 0.4, stall_max_s: 0.6, first_token_timeout_s: 1.5}";
@@ -38,7 +40,7 @@ inline void write_fleet_config(const std::string& path, const FleetSpec& s) {
     << "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\ndevices: [cpu]\n"
     << "modes:\n  throughput: {replicas: " << s.replicas << "}\n"
     << "worker:\n  binary: " << s.worker_binary << "\n"
-    << "  kv_blocks: 512\n  max_num_seqs: " << s.max_num_seqs << "\n  extra_args: [";
+    << "  kv_blocks: " << s.kv_blocks << "\n  max_num_seqs: " << s.max_num_seqs << "\n  extra_args: [";
   for (size_t i = 0; i < s.worker_args.size(); ++i) f << (i ? ", " : "") << "'" << s.worker_args[i] << "'";
   f << "]\n"
     << "startup: {stagger_s: 0, ready_timeout_s: 30, restart_backoff_initial_s: 0.2}\n"
@@ -97,6 +99,29 @@ class FleetTest : public ::testing::Test {
     return -1;
   }
   int64_t counter(const char* name) { return status()["counters"][name].get<int64_t>(); }
+
+  // The port of replica `index` (as the supervisor learned it), or 0.
+  uint16_t replica_port(int index) {
+    const auto s = status();
+    const std::string url = s.is_object() ? s["replicas"][index].value("url", std::string()) : std::string();
+    const size_t colon = url.rfind(':');
+    return colon == std::string::npos ? 0 : static_cast<uint16_t>(std::atoi(url.c_str() + colon + 1));
+  }
+  // One series of a worker's /metrics, as written there (name and labels), or -1.
+  static double worker_metric(uint16_t port, const std::string& series) {
+    const auto r = http_request(port, "GET", "/metrics");
+    const size_t at = r.status == 200 ? r.body.find("\n" + series + " ") : std::string::npos;
+    return at == std::string::npos ? -1 : std::atof(r.body.c_str() + at + series.size() + 2);
+  }
+  // Checks `done` every 10 ms for at most `limit`: the seconds until it held, or -1.
+  static double seconds_until(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+    const auto t0 = Clock::now();
+    for (;;) {
+      if (done()) return std::chrono::duration<double>(Clock::now() - t0).count();
+      if (Clock::now() - t0 > limit) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
 
   Streamed complete(const nlohmann::json& body, std::chrono::seconds deadline = std::chrono::seconds(20)) {
     return parse_stream(timed_request(gw_->port(), "POST", "/v1/completions", body.dump(), Clock::now() + deadline));

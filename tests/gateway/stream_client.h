@@ -74,6 +74,50 @@ inline TimedResult timed_request(uint16_t port, const std::string& method, const
   return finish();
 }
 
+// A client that sends one request and then reads as little as it likes before it
+// leaves (closes its socket), to test what the server frees when a client goes.
+class LeavingClient {
+ public:
+  LeavingClient(uint16_t port, const std::string& target, const std::string& body) : socket_(ioc_) {
+    beast::error_code ec;
+    socket_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
+    if (!ec) net::write(socket_, net::buffer(request_text("POST", target, body, {})), ec);
+    sent_ = !ec;
+  }
+  bool sent() const { return sent_; }
+  // Reads until `count` SSE data lines came in all (false at `limit` or the end).
+  bool read_events(int count, std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    char buf[16384];
+    while (events() < count) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      pollfd pfd{socket_.native_handle(), POLLIN, 0};
+      if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(left)) <= 0) return false;
+      const ssize_t n = ::recv(socket_.native_handle(), buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      received_.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+  const std::string& received() const { return received_; }
+  void leave() {
+    beast::error_code ec;
+    socket_.close(ec);
+  }
+
+ private:
+  int events() const {
+    int n = 0;
+    for (size_t at = 0; (at = received_.find("data: ", at)) != std::string::npos; at += 6) ++n;
+    return n;
+  }
+
+  net::io_context ioc_;
+  tcp::socket socket_;
+  bool sent_ = false;
+  std::string received_;
+};
+
 // What a client saw of one streamed completion.
 struct Streamed {
   int status = 0;

@@ -48,7 +48,7 @@ AttemptTimeouts GatewayCore::timeouts_for(const ProxyRequest& r) const {
   const bool hedgeable = x.hedge && static_cast<int>(r.priority_class()) <= static_cast<int>(most);
   if (hedgeable)
     t.hedge_delay = attempt_ttft_.size() < 8 ? x.hedge_delay_max_s
-                                             : bounded(x.hedge_delay_factor * attempt_ttft_.percentile(0.9), x.hedge_delay_min_s, x.hedge_delay_max_s);
+                                             : bounded(x.hedge_delay_factor * attempt_ttft_.percentile(x.hedge_delay_quantile), x.hedge_delay_min_s, x.hedge_delay_max_s);
   t.first_token = x.first_token_timeout_s;
   t.stall = itl_.size() < 8 ? x.stall_max_s : bounded(x.stall_factor * itl_.percentile(0.99), x.stall_min_s, x.stall_max_s);
   return t;

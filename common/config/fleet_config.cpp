@@ -144,11 +144,12 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
   if (const YAML::Node s = root["resilience"]) {
     const std::string p = "resilience.";
     ResilienceConfig& x = c.resilience;
-    r.only(s, p, {"hedge", "hedge_max_priority", "hedge_delay_factor", "hedge_delay_min_s", "hedge_delay_max_s", "budget_ratio",
+    r.only(s, p, {"hedge", "hedge_max_priority", "hedge_delay_factor", "hedge_delay_quantile", "hedge_delay_min_s", "hedge_delay_max_s", "budget_ratio",
                   "max_attempts", "stall_factor", "stall_min_s", "stall_max_s", "first_token_timeout_s"});
     r.get(s, "hedge", p, x.hedge);
     r.get(s, "hedge_max_priority", p, x.hedge_max_priority);
     r.get(s, "hedge_delay_factor", p, x.hedge_delay_factor);
+    r.get(s, "hedge_delay_quantile", p, x.hedge_delay_quantile);
     r.get(s, "hedge_delay_min_s", p, x.hedge_delay_min_s);
     r.get(s, "hedge_delay_max_s", p, x.hedge_delay_max_s);
     r.get(s, "budget_ratio", p, x.budget_ratio);
@@ -229,8 +230,9 @@ void FleetConfig::validate(const std::string& label) const {
     const ResilienceConfig& x = resilience;
     const std::string& hp = x.hedge_max_priority;
     if (hp != "interactive" && hp != "standard" && hp != "batch") fail("resilience.hedge_max_priority", "must be interactive, standard or batch");
-    if (!(x.hedge_delay_min_s > 0) || !(x.hedge_delay_max_s >= x.hedge_delay_min_s) || !(x.hedge_delay_factor > 0))
-      fail("resilience.hedge_delay_*", "need 0 < min <= max and a positive factor");
+    if (!(x.hedge_delay_min_s > 0) || !(x.hedge_delay_max_s >= x.hedge_delay_min_s) || !(x.hedge_delay_factor > 0) ||
+        !(x.hedge_delay_quantile > 0 && x.hedge_delay_quantile < 1))
+      fail("resilience.hedge_delay_*", "need 0 < min <= max, a positive factor and a quantile in (0, 1)");
     if (!(x.stall_min_s > 0) || !(x.stall_max_s >= x.stall_min_s) || !(x.stall_factor > 0))
       fail("resilience.stall_*", "need 0 < min <= max and a positive factor");
     if (!(x.budget_ratio >= 0) || !(x.budget_ratio <= 1)) fail("resilience.budget_ratio", "must be in [0, 1]");

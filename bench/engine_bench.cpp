@@ -3,11 +3,13 @@
 // with exactly the requested number of tokens that decode to valid UTF-8 text before
 // any rate is printed. Each arm is repeated; every repeat is reported, then the median.
 //
-// Arms compared in one process, their repeats interleaved: --gemv-rows opens one
-// backend per value (cuda: bf16 products of up to that many rows on the GEMV kernel, 0
-// for cuBLASLt only); --sampling host copies the fp32 logits to the host and takes the
-// argmax there, device takes it on the device (where the backend can). --profile adds,
-// per batch and backend, where one decode step's time goes (Backend::profile_step).
+// --arms compares variants in one process, their repeats interleaved. Each arm is a
+// '+'-joined list: gemvN (cuda: bf16 products of up to N rows on the GEMV kernel; 0:
+// cuBLASLt only; default BackendOptions'), oldkernels (cuda: the first RMSNorm and RoPE
+// kernels), host (fp32 logits copied to the host and the argmax taken there; default:
+// on the device where the backend can). Arms with the same backend settings share one
+// backend. --profile adds, per batch and backend, where one decode step's time goes
+// (Backend::profile_step).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,7 +28,7 @@ namespace {
 
 const char kUsage[] =
     "usage: switchyard-engine-bench --model M [--device cpu] [--prompt-tokens 512] [--decode-tokens 64]\n"
-    "                              [--batch 1,4] [--repeat 3] [--gemv-rows N,...] [--sampling device,host]\n"
+    "                              [--batch 1,4] [--repeat 3] [--arms gemv0+oldkernels+host,gemv1,...]\n"
     "                              [--profile] [--json]\n";
 
 const char kText[] =
@@ -91,40 +93,66 @@ int main(int argc, char** argv) {
   using namespace sy;
   try {
     cli::Args a(std::vector<std::string>(argv + 1, argv + argc),
-                {"model", "device", "prompt-tokens", "decode-tokens", "batch", "repeat", "gemv-rows", "sampling"},
+                {"model", "device", "prompt-tokens", "decode-tokens", "batch", "repeat", "arms"},
                 {"json", "profile"});
     const int32_t prompt_tokens = static_cast<int32_t>(a.get_int("prompt-tokens", 512));
     const int32_t decode_tokens = static_cast<int32_t>(a.get_int("decode-tokens", 64));
     const int repeat = static_cast<int>(a.get_int("repeat", 3));
     const std::vector<int32_t> batches = cli::parse_id_list(a.get_or("batch", "1"));
     if (prompt_tokens < 1 || decode_tokens < 2 || repeat < 1) throw cli::UsageError("need prompt-tokens >= 1, decode-tokens >= 2, repeat >= 1");
-    const BackendOptions defaults;
-    const std::vector<int32_t> gemv_rows =
-        a.has("gemv-rows") ? cli::parse_id_list(a.get("gemv-rows")) : std::vector<int32_t>{defaults.gemv_max_rows};
-    const std::vector<std::string> samplings = split_list(a.get_or("sampling", "device"));
-    for (const auto& m : samplings)
-      if (m != "device" && m != "host") throw cli::UsageError("--sampling takes device and/or host");
-    if (gemv_rows.empty() || samplings.empty()) throw cli::UsageError("empty --gemv-rows or --sampling");
-
+    struct Arm {
+      std::string label;
+      int32_t gemv_rows = BackendOptions{}.gemv_max_rows;
+      int32_t kernel_variant = 0;
+      bool device_sampling = true;
+      size_t backend = 0;
+    };
+    std::vector<Arm> arms;
+    for (const std::string& item : split_list(a.get_or("arms", "default"))) {
+      Arm arm;
+      arm.label = item;
+      size_t start = 0;
+      while (start <= item.size()) {
+        const size_t plus = std::min(item.find('+', start), item.size());
+        const std::string part = item.substr(start, plus - start);
+        start = plus + 1;
+        if (part == "host")
+          arm.device_sampling = false;
+        else if (part == "oldkernels")
+          arm.kernel_variant = 1;
+        else if (part.rfind("gemv", 0) == 0 && part.size() > 4 && part.find_first_not_of("0123456789", 4) == std::string::npos)
+          arm.gemv_rows = std::stoi(part.substr(4));
+        else if (part != "default")
+          throw cli::UsageError("unknown arm part '" + part + "' (gemvN, oldkernels, host, default)");
+      }
+      arms.push_back(arm);
+    }
     auto src = ModelSource::open(a.get("model"));
     auto tok = Tokenizer::from_model(*src);
     const ModelConfig config = ModelConfig::from_source(*src);
     const int32_t max_batch = *std::max_element(batches.begin(), batches.end());
-    // One backend per --gemv-rows value.
+    // One backend per distinct (gemv rows, kernel variant).
     std::vector<std::unique_ptr<Backend>> backends;
-    for (int32_t rows : gemv_rows) {
+    std::vector<std::string> backend_labels;
+    for (Arm& arm : arms) {
+      const std::string key = "gemv" + std::to_string(arm.gemv_rows) + (arm.kernel_variant ? "+oldkernels" : "");
+      const auto found = std::find(backend_labels.begin(), backend_labels.end(), key);
+      arm.backend = static_cast<size_t>(found - backend_labels.begin());
+      if (found != backend_labels.end()) continue;
       BackendOptions opt;
       opt.num_kv_blocks = max_batch * blocks_for(prompt_tokens + decode_tokens, opt.block_size);
       // Every batch size runs as the server would: decode steps from CUDA graphs
       // (captured up to max_num_seqs), prefill of all prompts in one step.
       opt.max_num_seqs = max_batch;
       opt.max_step_tokens = max_batch * prompt_tokens;
-      opt.gemv_max_rows = rows;
+      opt.gemv_max_rows = arm.gemv_rows;
+      opt.small_kernel_variant = arm.kernel_variant;
       const auto t_load = std::chrono::steady_clock::now();
       backends.push_back(create_backend(a.get_or("device", "cpu"), *src, config, opt));
+      backend_labels.push_back(key);
       const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
-      std::fprintf(stderr, "model %s (%s), backend %s (gemv rows %d), loaded in %.1f s\n", a.get("model").c_str(),
-                   config.describe().c_str(), backends.back()->name().c_str(), rows, load_s);
+      std::fprintf(stderr, "model %s (%s), backend %s [%s], loaded in %.1f s\n", a.get("model").c_str(),
+                   config.describe().c_str(), backends.back()->name().c_str(), key.c_str(), load_s);
     }
 
     // A real-text prompt of exactly prompt_tokens tokens; sequence i differs in its last
@@ -136,17 +164,6 @@ int main(int argc, char** argv) {
       ids = tok->encode(text, true);
     }
     ids.resize(static_cast<size_t>(prompt_tokens));
-
-    struct Arm {
-      size_t backend;
-      int32_t gemv_rows;
-      bool device_sampling;
-      std::string label;
-    };
-    std::vector<Arm> arms;
-    for (size_t b = 0; b < backends.size(); ++b)
-      for (const auto& m : samplings)
-        arms.push_back({b, gemv_rows[b], m == "device", "gemv " + std::to_string(gemv_rows[b]) + ", sampling " + m});
 
     nlohmann::json report = nlohmann::json::array();
     nlohmann::json profiles = nlohmann::json::array();
@@ -187,7 +204,9 @@ int main(int argc, char** argv) {
                        arms[k].label.c_str());
       for (size_t k = 0; k < arms.size(); ++k)
         report.push_back({{"batch", batch},
+                          {"arm", arms[k].label},
                           {"gemv_rows", arms[k].gemv_rows},
+                          {"kernel_variant", arms[k].kernel_variant},
                           {"sampling", arms[k].device_sampling ? "device" : "host"},
                           {"prompt_tokens", prompt_tokens},
                           {"decode_tokens", decode_tokens},
@@ -200,7 +219,7 @@ int main(int argc, char** argv) {
         for (size_t b = 0; b < backends.size(); ++b) {
           const StepProfile p = backends[b]->profile_step(plan, 9);
           if (p.ops.empty() && p.forward_ms == 0) continue;
-          profiles.push_back(print_profile(p, batch, "gemv " + std::to_string(gemv_rows[b])));
+          profiles.push_back(print_profile(p, batch, backend_labels[b]));
         }
       }
     }
@@ -208,12 +227,11 @@ int main(int argc, char** argv) {
       std::puts(a.has("profile") ? nlohmann::json{{"runs", report}, {"profiles", profiles}}.dump(2).c_str()
                                  : report.dump(2).c_str());
     } else {
-      std::printf("%-6s %-6s %-9s %-8s %-8s %-18s %-18s\n", "batch", "gemv", "sampling", "prompt", "decode", "prefill tok/s",
-                  "decode tok/s");
+      std::printf("%-6s %-26s %-8s %-8s %-18s %-18s\n", "batch", "arm", "prompt", "decode", "prefill tok/s", "decode tok/s");
       for (const auto& row : report)
-        std::printf("%-6d %-6d %-9s %-8d %-8d %-18.1f %-18.2f\n", row["batch"].get<int>(), row["gemv_rows"].get<int>(),
-                    row["sampling"].get<std::string>().c_str(), prompt_tokens, decode_tokens,
-                    row["prefill_tok_s_median"].get<double>(), row["decode_tok_s_median"].get<double>());
+        std::printf("%-6d %-26s %-8d %-8d %-18.1f %-18.2f\n", row["batch"].get<int>(), row["arm"].get<std::string>().c_str(),
+                    prompt_tokens, decode_tokens, row["prefill_tok_s_median"].get<double>(),
+                    row["decode_tok_s_median"].get<double>());
     }
     return 0;
   } catch (const cli::UsageError& e) {

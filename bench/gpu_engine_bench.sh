@@ -3,8 +3,8 @@
 # with .devcarry carried, see scripts/device_build.sh). One call: builds, runs the CUDA
 # kernel and fixture tests, measures the copy and bf16 GEMM limits with torch, makes
 # llama3-8b with make-model and runs switchyard-engine-bench with its arms compared in
-# one process (bf16 GEMV off/on, argmax on the host/device) and the per-op profile of a
-# decode step; results land in $OUT (at most 8 files come back from the device tool).
+# one process (see ARMS below) and the per-op profile of a decode step; results land in
+# $OUT (at most 8 files come back from the device tool).
 #
 #   bash bench/gpu_engine_bench.sh                 # 1K context at batch 1, 8, 64, then 32K at batch 1
 #   QWEN=1 bash bench/gpu_engine_bench.sh          # also qwen3-8b at 1K (default arms only)
@@ -38,14 +38,17 @@ PY
 t=$(date +%s); $B/switchyard-worker make-model --arch llama --preset llama3-8b --tokenizer-from $M/llama3-tiny-bf16.gguf \
   --out $M/l8.gguf > /dev/null || exit 1
 echo "make-model llama3-8b $(( $(date +%s) - t )) s, $(du -h $M/l8.gguf | cut -f1)"
-# Arms: bf16 GEMV off (cuBLASLt at every batch) / on up to 8 rows, argmax on the host
-# (fp32 logits copied back) / on the device; repeats interleaved; then the profile.
+# Arms, repeats interleaved in one process: the code before this change (cuBLASLt at
+# every batch, the loop RMSNorm/RoPE kernels, argmax on the host from fp32 logits), then
+# one change at a time: argmax on the device, the register RMSNorm and per-pair RoPE, the
+# bf16 GEMV at batch 1 (the default); then the per-op profile of each backend.
+ARMS=gemv0+oldkernels+host,gemv0+oldkernels,gemv0,gemv1
 timeout 240 $B/switchyard-engine-bench --model $M/l8.gguf --device cuda --prompt-tokens 1024 --decode-tokens 64 \
-  --batch 1,8,64 --repeat 3 --gemv-rows 0,8 --sampling host,device --profile --json > $OUT/l8-1k.json 2> $OUT/l8-1k.log
-echo "1k rc $? at $(since) s"; grep -E "^profile|^  (op|QKV|output|gate|down|decode att|LM|argmax)" $OUT/l8-1k.log
-if [ $(since) -lt 420 ]; then
-  timeout 100 $B/switchyard-engine-bench --model $M/l8.gguf --device cuda --prompt-tokens 32768 --decode-tokens 32 \
-    --batch 1 --repeat 1 --gemv-rows 0,8 --profile --json > $OUT/l8-32k.json 2> $OUT/l8-32k.log
+  --batch 1,8,64 --repeat 3 --arms $ARMS --profile --json > $OUT/l8-1k.json 2> $OUT/l8-1k.log
+echo "1k rc $? at $(since) s"; grep -E "^profile|^  (op|attention norm|RoPE|QKV|output|gate|down|decode att|LM|argmax)" $OUT/l8-1k.log
+if [ $(since) -lt 400 ]; then
+  timeout 100 $B/switchyard-engine-bench --model $M/l8.gguf --device cuda --prompt-tokens 32768 --decode-tokens 64 \
+    --batch 1 --repeat 2 --arms gemv0+oldkernels,gemv1 --profile --json > $OUT/l8-32k.json 2> $OUT/l8-32k.log
   echo "32k rc $? at $(since) s"; grep -E "repeat|^profile" $OUT/l8-32k.log
 fi
 if [ "${QWEN:-0}" = 1 ] && [ $(since) -lt 420 ]; then
@@ -59,6 +62,6 @@ python3 - $OUT/l8-1k.json <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 for r in d["runs"]:
-    print(f'batch {r["batch"]:3d} gemv {r["gemv_rows"]} {r["sampling"]:6s}: decode {" / ".join(f"{x:.1f}" for x in r["decode_tok_s"])} tok/s (median {r["decode_tok_s_median"]:.1f})')
+    print(f'batch {r["batch"]:3d} {r["arm"]:22s}: decode {" / ".join(f"{x:.1f}" for x in r["decode_tok_s"])} tok/s (median {r["decode_tok_s_median"]:.1f})')
 PY
 echo "total $(since) s"

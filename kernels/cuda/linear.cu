@@ -13,7 +13,8 @@ cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m
                         GemmOut out, cudaStream_t stream) {
   if (m == 0) return cudaSuccess;
   if (!w.is_q8_0()) {
-    if (m <= gemv_max_rows_ && gemv_bf16_supports(w.bf16, w.n, w.k, x, static_cast<int>(m))) {
+    if (m <= gemv_max_rows_ && w.n * w.k * 2 <= kGemvMaxWeightBytes &&
+        gemv_bf16_supports(w.bf16, w.n, w.k, x, static_cast<int>(m))) {
       GemvBf16Args a;
       a.w = w.bf16;
       a.n = w.n;

@@ -1,7 +1,8 @@
 // A model's linear layer on the GPU, whichever format its weight is kept in: bf16 goes
-// to the bf16 GEMV for up to gemv_max_rows() rows (small decode batches) and otherwise
-// to the cuBLASLt GEMM; Q8_0 goes to the Q8_0 GEMV for up to kQ8_0GemvMaxRows rows and
-// is otherwise expanded to bf16 in a scratch buffer and multiplied by cuBLASLt.
+// to the bf16 GEMV for up to gemv_max_rows() rows (small decode batches) when the weight
+// is at most kGemvMaxWeightBytes, otherwise to the cuBLASLt GEMM; Q8_0 goes to the Q8_0
+// GEMV for up to kQ8_0GemvMaxRows rows and is otherwise expanded to bf16 in a scratch
+// buffer and multiplied by cuBLASLt.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -24,6 +25,11 @@ struct LinearWeight {
   Q8_0Matrix q8_0;                      // quants null for bf16
   bool is_q8_0() const { return q8_0.quants != nullptr; }
 };
+
+// Measured on the H200 at one row (docs/PERFORMANCE.md, CUDA engine): the GEMV beats
+// cuBLASLt on Llama-3-8B's 32 and 48 MiB projections (a shorter ramp) and loses on the
+// 112 and 224 MiB ones, whose long streams cuBLASLt's tiles read faster.
+inline constexpr int64_t kGemvMaxWeightBytes = int64_t{64} << 20;
 
 class Linear {
  public:

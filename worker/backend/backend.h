@@ -28,8 +28,12 @@ struct BackendOptions {
   // larger steps grow them.
   int32_t max_step_tokens = 0;
   // cuda: bf16 products of at most this many rows (decode batches up to it) run the
-  // GEMV kernel (kernels/cuda/gemv_bf16.cuh) instead of cuBLASLt; 0: cuBLASLt always.
-  int32_t gemv_max_rows = 8;
+  // GEMV kernel (kernels/cuda/gemv_bf16.cuh) instead of cuBLASLt where the weight is
+  // small enough (cuda::Linear); 0: cuBLASLt always.
+  int32_t gemv_max_rows = 1;
+  // cuda, for benchmarks comparing variants: 1 runs the first RMSNorm and RoPE kernels
+  // (a strided loop per thread, one block per row or token) instead of the default 0.
+  int32_t small_kernel_variant = 0;
 };
 
 // How forward_sample() chooses one row's token: sample_token's rules (worker/engine/

@@ -30,7 +30,8 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
     : config_(config),
       device_(device),
       block_size_(options.block_size),
-      max_num_seqs_(std::max(options.max_num_seqs, 1)) {
+      max_num_seqs_(std::max(options.max_num_seqs, 1)),
+      small_kernel_variant_(options.small_kernel_variant) {
   if (block_size_ <= 0 || block_size_ > 1024)
     throw std::invalid_argument("block size must be in 1..1024");
   int devices = 0;

@@ -89,6 +89,7 @@ class CudaBackend : public Backend {
   int32_t block_size_;
   int32_t num_blocks_ = 0;
   int32_t max_num_seqs_;
+  int small_kernel_variant_;
   cudaStream_t stream_ = nullptr;
   CudaModelWeights weights_;
   cuda::Linear linear_;

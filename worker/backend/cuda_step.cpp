@@ -65,7 +65,8 @@ void CudaBackend::enqueue_layers(const Step& step) {
   for (int l = 0; l < c.n_layers; ++l) {
     const CudaLayerWeights& L = weights_.layers[static_cast<size_t>(l)];
     // h = norm(x + previous layer's MLP output); the first layer has nothing to add.
-    check(cuda::add_rms_norm({x, l == 0 ? nullptr : delta, L.attn_norm, h, T, c.hidden, c.rms_eps},
+    check(cuda::add_rms_norm({x, l == 0 ? nullptr : delta, L.attn_norm, h, T, c.hidden, c.rms_eps,
+                              small_kernel_variant_},
                              stream_),
           "attention norm");
     check(linear_.run(L.wqkv, h, T, qkv, cuda::GemmOut::kBF16, stream_), "QKV projection");
@@ -76,7 +77,7 @@ void CudaBackend::enqueue_layers(const Step& step) {
                 stream_),
             "Q/K norm");
     check(cuda::rope({qkv, T, QKV, c.n_heads + c.n_kv_heads, c.head_dim, c.rope_dim, c.rope_layout,
-                      plan + p.positions, weights_.rope_inv_freq},
+                      plan + p.positions, weights_.rope_inv_freq, small_kernel_variant_},
                      stream_),
           "RoPE");
     a.k_cache = kv_.as<bf16>() + layer_kv_elements_ * 2 * static_cast<size_t>(l);
@@ -88,7 +89,8 @@ void CudaBackend::enqueue_layers(const Step& step) {
       check(cuda::paged_prefill_attention(a, step.max_q_len, step.max_context, stream_),
             "prefill attention");
     check(linear_.run(L.wo, attn, T, delta, cuda::GemmOut::kF32, stream_), "output projection");
-    check(cuda::add_rms_norm({x, delta, L.ffn_norm, h, T, c.hidden, c.rms_eps}, stream_),
+    check(cuda::add_rms_norm({x, delta, L.ffn_norm, h, T, c.hidden, c.rms_eps, small_kernel_variant_},
+                             stream_),
           "MLP norm");
     check(linear_.run(L.w_gate_up, h, T, gate_up, cuda::GemmOut::kBF16, stream_),
           "gate/up projection");
@@ -97,7 +99,8 @@ void CudaBackend::enqueue_layers(const Step& step) {
   }
   // Final residual add and norm of every row; the LM head then reads the rows it needs.
   check(cuda::add_rms_norm(
-            {x, c.n_layers > 0 ? delta : nullptr, weights_.output_norm, h, T, c.hidden, c.rms_eps},
+            {x, c.n_layers > 0 ? delta : nullptr, weights_.output_norm, h, T, c.hidden, c.rms_eps,
+             small_kernel_variant_},
             stream_),
         "final norm");
 }

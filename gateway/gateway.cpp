@@ -368,18 +368,23 @@ void Gateway::poll_worker_metrics() {
   });
 }
 
+// Drain: /ready answers 503 at once and new API requests get 503 (the listeners stay
+// open, so a load balancer sees the refusal rather than a refused connection); queued
+// requests are refused; requests in flight finish, and one whose worker fails meanwhile
+// continues on another replica (the core is not paused). Once none is open, or the
+// grace is over, the listeners and workers stop and the process exits.
 void Gateway::shutdown(int signal) {
   if (shutting_down_.exchange(true)) return;
   log_line("signal " + std::to_string(signal) + ": draining");
-  front_->stop();
-  if (admin_) admin_->stop();
   boost::asio::post(core_strand_, [this] {
-    // Queued requests have no worker coming for them: refuse them now.
-    core_->set_paused(true);
+    // Queued requests have no worker coming for them soon: refuse them now.
     core_->reject_queued(ApiError::unavailable("the gateway is shutting down", "shutting_down"));
     metrics_timer_.cancel();
     auto deadline = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now() + std::chrono::seconds(30));
     auto finish = [this] {
+      log_line("drained; stopping the workers");
+      front_->stop();
+      if (admin_) admin_->stop();
       for (auto& ex : event_subscribers_) ex->finish();
       event_subscribers_.clear();
       supervisor_->stop_all(std::chrono::seconds(10), [this] {
@@ -391,7 +396,7 @@ void Gateway::shutdown(int signal) {
     auto poll = std::make_shared<std::function<void()>>();
     // The pending wait holds the poll; the poll holds itself only weakly (no cycle to leak).
     *poll = [this, deadline, finish, weak = std::weak_ptr<std::function<void()>>(poll)] {
-      if (core_->in_flight() == 0 || std::chrono::steady_clock::now() > *deadline) return finish();
+      if (ctx_->open_requests.load() == 0 || std::chrono::steady_clock::now() > *deadline) return finish();
       drain_timer_.expires_after(std::chrono::milliseconds(50));
       drain_timer_.async_wait([poll = weak.lock()](boost::system::error_code ec) {
         if (!ec && poll) (*poll)();

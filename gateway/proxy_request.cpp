@@ -41,12 +41,13 @@ uint64_t ProxyRequest::prompt_key() const {
 void ProxyRequest::start() {
   auto self = shared_from_this();
   ex_->on_cancel([self] { self->client_gone(); });
+  ++ctx_->open_requests;
   boost::asio::post(ctx_->core->executor(), [self] { self->ctx_->core->submit(self); });
 }
 
 void ProxyRequest::reject(const ApiError& error, int retry_after_s) {
   boost::asio::post(ex_->executor(), [self = shared_from_this(), error, retry_after_s] {
-    self->finished_ = true;
+    self->mark_finished();
     if (retry_after_s > 0) self->ex_->add_header("Retry-After", std::to_string(retry_after_s));
     self->responder_.fail(error);
   });
@@ -285,7 +286,7 @@ void ProxyRequest::client_gone() {
     // Queued (or between attempts): leave the queue. If the core already dispatched it,
     // dispatch() sees the cancelled exchange and ends it.
     boost::asio::post(ctx_->core->executor(), [self = shared_from_this()] {
-      if (self->ctx_->core->withdraw(self->id_)) boost::asio::post(self->ex_->executor(), [self] { self->finished_ = true; });
+      if (self->ctx_->core->withdraw(self->id_)) boost::asio::post(self->ex_->executor(), [self] { self->mark_finished(); });
     });
     return;
   }
@@ -295,11 +296,17 @@ void ProxyRequest::client_gone() {
 void ProxyRequest::end(bool ok, bool cancelled, const Usage* usage) {
   if (finished_) return;
   for (const AttemptPtr& a : std::vector<AttemptPtr>(live_)) close_attempt(a, ok, usage);
-  finished_ = true;
+  mark_finished();
   watchdog_.cancel();
   boost::asio::post(ctx_->core->executor(), [self = shared_from_this(), ok, cancelled] {
     self->ctx_->core->request_done(*self, ok, cancelled);
   });
+}
+
+void ProxyRequest::mark_finished() {
+  if (finished_) return;
+  finished_ = true;
+  --ctx_->open_requests;
 }
 
 }  // namespace sy::gateway

@@ -7,6 +7,7 @@
 // another replica with the ids already sent (resume_ids) and the same seed.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <memory>
@@ -31,6 +32,9 @@ struct ProxyContext {
   uint64_t fingerprint = 0;  // the model's prefix-hash fingerprint (as the workers compute it)
   int32_t block_size = 16;
   std::chrono::milliseconds upstream_idle_timeout{120'000};
+  // Requests started and not yet over (answered, failed, withdrawn or rejected),
+  // whether queued, in flight or between attempts: the SIGTERM drain waits for 0.
+  std::atomic<int64_t> open_requests{0};
 };
 
 class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
@@ -92,6 +96,8 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   std::chrono::steady_clock::time_point silence_limit(const AttemptPtr& a) const;
   void client_gone();
   void end(bool ok, bool cancelled, const Usage* usage = nullptr);
+  // The request is over: sets finished_ and leaves ctx_->open_requests, once.
+  void mark_finished();
 
   std::shared_ptr<ProxyContext> ctx_;
   std::shared_ptr<http::Exchange> ex_;

@@ -8,11 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -83,6 +85,29 @@ class GatewayProcess {
     ::kill(pid_, SIGKILL);
     wait_exit(std::chrono::seconds(10));
     return -1;
+  }
+
+  // Waits at most `limit` for the gateway to exit by itself: its exit status (-1 when a
+  // signal ended it), or nothing while it still runs.
+  std::optional<int> wait_for_exit(std::chrono::seconds limit) {
+    if (!wait_exit(limit)) return std::nullopt;
+    return exit_code_;
+  }
+
+  // Every live process started with one of this gateway's boot ids (`--boot-id
+  // gw<pid>-...`), restarted workers included, whether or not /admin/status showed them.
+  std::vector<pid_t> processes_with_its_boot_ids() const {
+    const std::string marker = "gw" + std::to_string(pid_) + "-";
+    std::vector<pid_t> found;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const pid_t p = std::atoi(name.c_str());
+      std::string cmdline = read_text_file(e.path() / "cmdline");
+      std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+      if (cmdline.find("--boot-id " + marker) != std::string::npos && worker_alive(p)) found.push_back(p);
+    }
+    return found;
   }
 
   // Remembered workers that run now.

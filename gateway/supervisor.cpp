@@ -188,6 +188,10 @@ void Supervisor::spawn(int index) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(1);  // the gateway died before prctl took effect
     ::dup2(fds[1], STDOUT_FILENO);
+    // Nothing of the gateway's but stdio crosses: Asio's sockets are not close-on-exec,
+    // and a worker holding the gateway's listeners would keep their ports bound.
+    if (::close_range(3, ~0U, 0) != 0)
+      for (int fd = 3; fd < 65536; ++fd) ::close(fd);
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }

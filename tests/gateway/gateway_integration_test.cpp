@@ -1,6 +1,7 @@
 // The gateway with real workers on the fixture model, as operators run it: staggered
 // startup, prefix affinity, a worker killed under it, a mode switch under steady load,
-// bad requests, keys, and teardown that leaves no worker behind.
+// bad requests, keys, and teardown that leaves no worker behind; workers inherit none of
+// the gateway's sockets.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -82,6 +83,27 @@ nlohmann::json ids_prompt(const std::vector<int32_t>& ids, int max_tokens) {
   return {{"prompt", ids}, {"max_tokens", max_tokens}, {"temperature", 0}};
 }
 
+// The sockets a process holds open, as /proc names them ("socket:[inode]").
+std::set<std::string> open_sockets(pid_t pid) {
+  std::set<std::string> out;
+  const std::filesystem::path dir = "/proc/" + std::to_string(pid) + "/fd";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const auto target = std::filesystem::read_symlink(e.path(), ec);
+    if (!ec && target.string().rfind("socket:", 0) == 0) out.insert(target.string());
+  }
+  return out;
+}
+
+// No worker holds one of the gateway's sockets (its listeners would stay bound).
+void expect_no_inherited_sockets(GatewayProcess& proc, const nlohmann::json& status) {
+  const auto gateway = open_sockets(proc.pid());
+  ASSERT_FALSE(gateway.empty());
+  for (const auto& r : status["replicas"])
+    for (const auto& s : open_sockets(r["pid"].get<pid_t>()))
+      EXPECT_EQ(gateway.count(s), 0u) << "worker " << r["id"] << " holds the gateway's " << s;
+}
+
 std::vector<int32_t> prefix_ids(size_t n, int32_t base) {
   std::vector<int32_t> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = base + static_cast<int32_t>(i * 7 % 5000);
@@ -132,6 +154,7 @@ TEST(GatewayIntegration, KilledWorkerIsRestartedAndRequestsStillSucceed) {
   const auto s = gw.status();
   EXPECT_EQ(s["replicas"][0]["restarts"].get<int>(), 1);
   EXPECT_NE(s["replicas"][0]["pid"].get<pid_t>(), victim);
+  expect_no_inherited_sockets(gw.proc(), s);
   EXPECT_EQ(gw.complete({{"prompt", "after"}, {"max_tokens", 2}}).status, 200);
 }
 

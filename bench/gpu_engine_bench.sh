@@ -38,11 +38,13 @@ PY
 t=$(date +%s); $B/switchyard-worker make-model --arch llama --preset llama3-8b --tokenizer-from $M/llama3-tiny-bf16.gguf \
   --out $M/l8.gguf > /dev/null || exit 1
 echo "make-model llama3-8b $(( $(date +%s) - t )) s, $(du -h $M/l8.gguf | cut -f1)"
-# Arms, repeats interleaved in one process: the code before this change (cuBLASLt at
-# every batch, the loop RMSNorm/RoPE kernels, argmax on the host from fp32 logits), then
-# one change at a time: argmax on the device, the register RMSNorm and per-pair RoPE, the
-# bf16 GEMV at batch 1 (the default); then the per-op profile of each backend.
-ARMS=gemv0+oldkernels+host,gemv0+oldkernels,gemv0,gemv1
+# Arms, repeats interleaved in one process: the code before the decode work of
+# 2026-11-30 (cuBLASLt at every batch, the loop RMSNorm/RoPE kernels, argmax on the host
+# from fp32 logits), the same with the argmax on the device, and the default now (also
+# the register RMSNorm, per-pair RoPE and the bf16 GEMV at batch 1); then the per-op
+# profile of each backend. Each arm's backend holds the whole model (15 GiB) and its
+# buffers; add gemv0 to split the kernels from the GEMV.
+ARMS=gemv0+oldkernels+host,gemv0+oldkernels,gemv1
 timeout 240 $B/switchyard-engine-bench --model $M/l8.gguf --device cuda --prompt-tokens 1024 --decode-tokens 64 \
   --batch 1,8,64 --repeat 3 --arms $ARMS --profile --json > $OUT/l8-1k.json 2> $OUT/l8-1k.log
 echo "1k rc $? at $(since) s"; grep -E "^profile|^  (op|attention norm|RoPE|QKV|output|gate|down|decode att|LM|argmax)" $OUT/l8-1k.log

@@ -151,12 +151,16 @@ void CudaBackend::ensure_capacity(int32_t tokens, size_t indices) {
   check(attn_.allocate(C * c.q_dim() * 2), "allocating activations");
   check(gate_up_.allocate(C * 2 * c.ffn * 2), "allocating activations");
   check(act_.allocate(C * c.ffn * 2), "allocating activations");
-  max_splits_ = 1;
+  // Split partials of the decode attention: a decode step of b sequences in s(b) splits
+  // needs b · s(b) rows, and s(b) falls as b grows (prefill needs none), so the largest
+  // such product, not token_capacity_ · s(1), sizes it (64 rows instead of 64K · 33 =
+  // 35 GB for Llama-3-8B with 64K-token steps).
+  size_t workspace = 0;
   for (int32_t b = 1; b <= token_capacity_; ++b)
-    max_splits_ = std::max(max_splits_, cuda::decode_num_splits(b, c.n_kv_heads, num_sms_));
-  check(attn_workspace_.allocate(
-            cuda::attention_workspace_bytes(token_capacity_, c.n_heads, c.head_dim, max_splits_)),
-        "allocating the attention workspace");
+    workspace = std::max(workspace, cuda::attention_workspace_bytes(
+                                        b, c.n_heads, c.head_dim,
+                                        cuda::decode_num_splits(b, c.n_kv_heads, num_sms_)));
+  check(attn_workspace_.allocate(workspace), "allocating the attention workspace");
   const PlanLayout p = plan_layout();
   check(plan_.allocate(p.total * sizeof(int32_t)), "allocating the plan arrays");
   if (plan_host_) cudaFreeHost(plan_host_);

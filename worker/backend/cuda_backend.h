@@ -103,7 +103,6 @@ class CudaBackend : public Backend {
   cuda::DeviceBuffer x_, delta_, h_, qkv_, attn_, gate_up_, act_, rows_h_, logits_, attn_workspace_,
       plan_;
   int32_t* plan_host_ = nullptr;  // pinned mirror of plan_
-  int max_splits_ = 1;
 
   std::map<int32_t, cudaGraphExec_t> graphs_;  // decode batch size → replayable step
   bool capturing_ = false;

@@ -93,8 +93,8 @@ cudaError_t launch(const GemvBf16Args& a, Out* y, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>(ceil_div(a.n, kWarps));
   const dim3 threads(kWarps * 32);
   switch (a.m) {
-#define SY_GEMV_CASE(M)                                                                       \
-  case M:                                                                                     \
+#define SY_GEMV_CASE(M)                                                              \
+  case M:                                                                            \
     gemv_bf16_kernel<M, Out><<<blocks, threads, 0, stream>>>(a.w, a.n, a.k, a.x, y); \
     break;
     SY_GEMV_CASE(1)

@@ -109,9 +109,9 @@ cudaError_t add_rms_norm(const AddRmsNormArgs& a, cudaStream_t stream) {
     return launch_status();
   }
   switch (vecs) {
-#define SY_NORM_CASE(V)                                                                       \
-  case V:                                                                                     \
-    add_rms_norm_vec_kernel<V>                                                                \
+#define SY_NORM_CASE(V)                                                                   \
+  case V:                                                                                 \
+    add_rms_norm_vec_kernel<V>                                                            \
         <<<rows, threads, 0, stream>>>(a.residual, a.delta, a.weight, a.out, a.n, a.eps); \
     break;
     SY_NORM_CASE(1)

@@ -68,8 +68,9 @@ cudaError_t rope(const RopeArgs& a, cudaStream_t stream) {
         a.x, a.row_stride, a.n_heads, a.head_dim, half, interleaved, a.positions, a.inv_freq);
     return launch_status();
   }
-  const dim3 grid(static_cast<unsigned>(a.tokens),
-                  static_cast<unsigned>(ceil_div(static_cast<int64_t>(a.n_heads) * half, kThreads)));
+  const dim3 grid(
+      static_cast<unsigned>(a.tokens),
+      static_cast<unsigned>(ceil_div(static_cast<int64_t>(a.n_heads) * half, kThreads)));
   rope_pairs_kernel<<<grid, kThreads, 0, stream>>>(a.x, a.row_stride, a.n_heads, a.head_dim, half,
                                                    interleaved, a.positions, a.inv_freq);
   return launch_status();

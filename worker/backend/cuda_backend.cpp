@@ -243,7 +243,8 @@ void CudaBackend::run_step(const BatchPlan& plan, const Step& step, std::vector<
   // plan's rows in chunks of logits_capacity_.
   const int64_t choose_rows = graph ? step.tokens : R;
   if (ids) {
-    ensure_choice_capacity(choose_rows, sampled ? std::min<int64_t>(choose_rows, logits_capacity_) : 0);
+    ensure_choice_capacity(choose_rows,
+                           sampled ? std::min<int64_t>(choose_rows, logits_capacity_) : 0);
     if (sampled) upload_row_params(rows, graph ? plan.logits_rows.data() : nullptr, choose_rows);
   }
   if (graph) {
@@ -255,9 +256,10 @@ void CudaBackend::run_step(const BatchPlan& plan, const Step& step, std::vector<
       for (int64_t i = 0; in_order && i < R; ++i)
         in_order = plan.logits_rows[static_cast<size_t>(i)] == i;
       if (in_order) {
-        check(cudaMemcpyAsync(logits->data(), logits_dev, static_cast<size_t>(R * V) * sizeof(float),
-                              cudaMemcpyDeviceToHost, stream_),
-              "copying logits");
+        check(
+            cudaMemcpyAsync(logits->data(), logits_dev, static_cast<size_t>(R * V) * sizeof(float),
+                            cudaMemcpyDeviceToHost, stream_),
+            "copying logits");
       } else {
         for (int64_t i = 0; i < R; ++i)
           check(cudaMemcpyAsync(
@@ -351,8 +353,9 @@ void CudaBackend::enqueue_choose(int64_t first, int64_t n, bool sampled) {
     a.workspace_bytes = sample_workspace_.bytes();
     check(cuda::sample(a, stream_), "sampling");
   } else {
-    check(cuda::argmax({logits_.as<float>(), n, config_.vocab, ids_.as<int32_t>() + first}, stream_),
-          "argmax");
+    check(
+        cuda::argmax({logits_.as<float>(), n, config_.vocab, ids_.as<int32_t>() + first}, stream_),
+        "argmax");
   }
 }
 

@@ -118,7 +118,8 @@ StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
     std::map<std::string, int32_t> calls;
     for (size_t i = 1; i < prof_used_; ++i) {
       float ms = 0;
-      check(cudaEventElapsedTime(&ms, prof_events_[i - 1], prof_events_[i]), "reading a profile event");
+      check(cudaEventElapsedTime(&ms, prof_events_[i - 1], prof_events_[i]),
+            "reading a profile event");
       const std::string name = prof_names_[i];
       if (!op_ms.count(name) && !sum.count(name)) order.push_back(name);
       sum[name] += ms;
@@ -176,7 +177,8 @@ StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
   out.forward_ms = wall([&] { forward(plan, logits); });
   const int64_t copy_rows = std::min<int64_t>(R, logits_capacity_);
   out.logits_copy_ms = wall([&] {
-    check(cudaMemcpyAsync(logits.data(), logits_.get(), static_cast<size_t>(copy_rows * V) * sizeof(float),
+    check(cudaMemcpyAsync(logits.data(), logits_.get(),
+                          static_cast<size_t>(copy_rows * V) * sizeof(float),
                           cudaMemcpyDeviceToHost, stream_),
           "copying logits");
     check(cudaStreamSynchronize(stream_), "copying logits");

@@ -89,8 +89,8 @@ void CudaBackend::enqueue_layers(const Step& step) {
       check(cuda::paged_prefill_attention(a, step.max_q_len, step.max_context, stream_),
             "prefill attention");
     check(linear_.run(L.wo, attn, T, delta, cuda::GemmOut::kF32, stream_), "output projection");
-    check(cuda::add_rms_norm({x, delta, L.ffn_norm, h, T, c.hidden, c.rms_eps, small_kernel_variant_},
-                             stream_),
+    check(cuda::add_rms_norm(
+              {x, delta, L.ffn_norm, h, T, c.hidden, c.rms_eps, small_kernel_variant_}, stream_),
           "MLP norm");
     check(linear_.run(L.w_gate_up, h, T, gate_up, cuda::GemmOut::kBF16, stream_),
           "gate/up projection");
@@ -98,10 +98,9 @@ void CudaBackend::enqueue_layers(const Step& step) {
     check(linear_.run(L.w_down, act, T, delta, cuda::GemmOut::kF32, stream_), "down projection");
   }
   // Final residual add and norm of every row; the LM head then reads the rows it needs.
-  check(cuda::add_rms_norm(
-            {x, c.n_layers > 0 ? delta : nullptr, weights_.output_norm, h, T, c.hidden, c.rms_eps,
-             small_kernel_variant_},
-            stream_),
+  check(cuda::add_rms_norm({x, c.n_layers > 0 ? delta : nullptr, weights_.output_norm, h, T,
+                            c.hidden, c.rms_eps, small_kernel_variant_},
+                           stream_),
         "final norm");
 }
 

@@ -380,14 +380,15 @@ void Gateway::shutdown(int signal) {
     // Queued requests have no worker coming for them soon: refuse them now.
     core_->reject_queued(ApiError::unavailable("the gateway is shutting down", "shutting_down"));
     metrics_timer_.cancel();
-    auto deadline = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+    auto deadline = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                                    std::chrono::duration<double>(config_.shutdown.drain_grace_s)));
     auto finish = [this] {
       log_line("drained; stopping the workers");
       front_->stop();
       if (admin_) admin_->stop();
       for (auto& ex : event_subscribers_) ex->finish();
       event_subscribers_.clear();
-      supervisor_->stop_all(std::chrono::seconds(10), [this] {
+      supervisor_->stop_all(std::chrono::milliseconds(static_cast<int64_t>(config_.shutdown.worker_stop_grace_s * 1000)), [this] {
         front_->close_all();
         if (admin_) admin_->close_all();
         ioc_.stop();

@@ -91,7 +91,7 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
   }
   Reader r(label);
   FleetConfig c;
-  r.only(root, "", {"model", "served_model_name", "listen", "admin_listen", "devices", "modes", "default_mode", "worker", "startup",
+  r.only(root, "", {"model", "served_model_name", "listen", "admin_listen", "devices", "modes", "default_mode", "worker", "startup", "shutdown",
                    "routing", "resilience", "queues", "limits", "api_keys", "admin_key", "cors", "mode_controller"});
   r.get(root, "model", "", c.model);
   r.get(root, "served_model_name", "", c.served_model_name);
@@ -134,6 +134,11 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
     r.get(s, "ready_timeout_s", "startup.", c.startup.ready_timeout_s);
     r.get(s, "restart_backoff_initial_s", "startup.", c.startup.restart_backoff_initial_s);
     r.get(s, "restart_backoff_max_s", "startup.", c.startup.restart_backoff_max_s);
+  }
+  if (const YAML::Node s = root["shutdown"]) {
+    r.only(s, "shutdown.", {"drain_grace_s", "worker_stop_grace_s"});
+    r.get(s, "drain_grace_s", "shutdown.", c.shutdown.drain_grace_s);
+    r.get(s, "worker_stop_grace_s", "shutdown.", c.shutdown.worker_stop_grace_s);
   }
   if (const YAML::Node s = root["routing"]) {
     r.only(s, "routing.", {"policy", "load_bound", "approx_index_capacity"});
@@ -222,6 +227,9 @@ void FleetConfig::validate(const std::string& label) const {
   if (worker.prefill_chunk < 1) fail("worker.prefill_chunk", "must be positive");
   if (worker.block_size < 1 || worker.block_size > 1024) fail("worker.block_size", "must be 1 to 1024");
   if (worker.kv_blocks < 0 || !(worker.kv_memory_gb > 0)) fail("worker", "kv_blocks must be >= 0 and kv_memory_gb > 0");
+  if (!(shutdown.drain_grace_s >= 0) || !(shutdown.worker_stop_grace_s >= 0) || shutdown.drain_grace_s > 86400 ||
+      shutdown.worker_stop_grace_s > 86400)
+    fail("shutdown", "drain_grace_s and worker_stop_grace_s between 0 and 86400");
   if (startup.stagger_s < 0 || startup.max_parallel_loads < 1 || !(startup.ready_timeout_s > 0)) fail("startup", "stagger_s >= 0, max_parallel_loads >= 1, ready_timeout_s > 0");
   if (routing.policy != "prefix" && routing.policy != "round_robin" && routing.policy != "least_loaded")
     fail("routing.policy", "must be prefix, round_robin or least_loaded");

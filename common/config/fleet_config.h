@@ -38,6 +38,13 @@ struct StartupConfig {
   double restart_backoff_max_s = 30.0;
 };
 
+// SIGTERM: requests in flight get drain_grace_s to finish (or migrate); then the workers
+// get SIGTERM and, after worker_stop_grace_s, SIGKILL.
+struct ShutdownConfig {
+  double drain_grace_s = 30.0;
+  double worker_stop_grace_s = 10.0;
+};
+
 struct RoutingConfig {
   std::string policy = "prefix";  // prefix | round_robin | least_loaded
   double load_bound = 1.25;
@@ -109,6 +116,7 @@ struct FleetConfig {
   std::string default_mode = "throughput";
   WorkerConfig worker;
   StartupConfig startup;
+  ShutdownConfig shutdown;
   RoutingConfig routing;
   ResilienceConfig resilience;
   QueueConfig queues;

@@ -2,7 +2,8 @@
 // the gateway's /ready answers 503 at once, while streams are still running; new
 // requests get 503; every stream in flight finishes with exactly its undisturbed text and
 // [DONE] (also when its worker dies during the drain: it continues on another replica);
-// then the gateway exits 0 and no worker it started is left.
+// then the gateway exits 0 and no worker it started is left. A grace shorter than the
+// streams ends them without [DONE] and the gateway still exits.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -120,6 +121,39 @@ TEST_F(Drain, StreamsOfAWorkerKilledDuringTheDrainContinueElsewhere) {
     ::kill(busiest_pid_, SIGKILL);
   });
   expect_clean_exit();
+}
+
+// shutdown.drain_grace_s shorter than the streams: the gateway stops waiting at the grace,
+// stops its workers and exits; no cut stream ends with a clean [DONE].
+class DrainGrace : public testing::FleetTest {};
+
+TEST_F(DrainGrace, StreamsLongerThanTheGraceEndWithoutDoneAndTheGatewayExits) {
+  testing::FleetSpec spec;
+  spec.worker_args = {"--ttft-ms", "5", "--itl-ms", "20"};
+  spec.more_yaml = "shutdown: {drain_grace_s: 0.5, worker_stop_grace_s: 2}\n";
+  ASSERT_NO_FATAL_FAILURE(start(spec));
+  constexpr int kLong = 4;
+  std::vector<Streamed> got(kLong);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kLong; ++i)
+    clients.emplace_back([&, i] { got[i] = complete(testing::request_body(900 + i, i % 2 == 1, 600), std::chrono::seconds(30)); });  // 12 s each
+  ASSERT_GE(seconds_until([&] { return status().value("in_flight", 0) == kLong; }, std::chrono::seconds(10)), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto sigterm_at = std::chrono::steady_clock::now();
+  ::kill(gw_->pid(), SIGTERM);
+  const auto code = gw_->wait_for_exit(std::chrono::seconds(15));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - sigterm_at).count();
+  for (auto& c : clients) c.join();
+  ASSERT_TRUE(code.has_value()) << "the gateway did not exit within 15 s of SIGTERM\n" << gw_->log();
+  EXPECT_EQ(*code, 0) << gw_->log();
+  EXPECT_LT(took, 0.5 + 2 + 5) << "grace 0.5 s, worker stop grace 2 s, the simworker's own drain up to 5 s";
+  for (int i = 0; i < kLong; ++i) {
+    SCOPED_TRACE("stream " + std::to_string(i));
+    EXPECT_FALSE(got[i].done) << "a stream cut by the end of the grace ended with a clean [DONE]";
+    // Cut (an incomplete response) or ended by an error event: never mistaken for whole.
+    EXPECT_TRUE(got[i].status == 0 || got[i].error) << "status " << got[i].status;
+  }
+  EXPECT_TRUE(gw_->processes_with_its_boot_ids().empty()) << "a worker outlived the gateway";
 }
 
 }  // namespace

@@ -31,9 +31,8 @@ for f in "$bin/sy_proxied_worker" "$bin/switchyard-gateway" "$bin/switchyard-ben
   [ -e "$f" ] || { echo "missing $f (build sy_proxied_worker, switchyard-gateway, switchyard-bench, sy_fixtures)" >&2; exit 1; }
 done
 work=$(mktemp -d /tmp/sy-hedging.XXXXXX)
-gw_pid=
-cleanup() { [ -n "$gw_pid" ] && kill "$gw_pid" 2>/dev/null && wait "$gw_pid" 2>/dev/null; true; }
-trap cleanup EXIT
+source bench/proxied_fleet.sh
+trap proxied_fleet_stop EXIT
 
 metric() {  # NAME: the gateway counter's value (0 when absent)
   curl -sf "http://127.0.0.1:$((PORT + 1))/metrics" | awk -v n="$1" '$1 == n {print $2; f=1} END {if (!f) print 0}'
@@ -47,33 +46,9 @@ run_arm() {  # arm run
     p50x3) resilience="{hedge: true, hedge_delay_quantile: 0.5, hedge_delay_factor: 3}" ;;
     *) echo "unknown arm $arm" >&2; exit 2 ;;
   esac
-  mkdir -p "$dir/control"
-  cat >"$dir/replicas.yaml" <<YAML
-model: $(cd "$(dirname "$MODEL")" && pwd)/$(basename "$MODEL")
-listen: 127.0.0.1:$PORT
-admin_listen: 127.0.0.1:$((PORT + 1))
-devices: [cpu]
-modes:
-  throughput: {replicas: $REPLICAS}
-worker:
-  binary: $bin/sy_proxied_worker
-  max_num_seqs: 8
-  kv_blocks: 2048
-  extra_args: [$SIM_ARGS, '--control-dir', '$dir/control']
-startup: {stagger_s: 0, max_parallel_loads: 4}
+  proxied_fleet_start "$dir" "$PORT" "$REPLICAS" "$SIM_ARGS" "startup: {stagger_s: 0, max_parallel_loads: 4}
 routing: {policy: $ROUTING}
-resilience: $resilience
-YAML
-  "$bin/switchyard-gateway" --config "$dir/replicas.yaml" >"$dir/gateway.log" 2>&1 &
-  gw_pid=$!
-  local ready=0
-  for _ in $(seq 100); do
-    ready=$(curl -sf "http://127.0.0.1:$((PORT + 1))/admin/status" | python3 -c \
-      'import json,sys; print(sum(r["state"]=="ready" for r in json.load(sys.stdin)["replicas"]))' 2>/dev/null || echo 0)
-    [ "$ready" = "$REPLICAS" ] && [ "$(ls "$dir/control" | wc -l)" = "$REPLICAS" ] && break
-    sleep 0.3
-  done
-  [ "$ready" = "$REPLICAS" ] || { echo "fleet not ready:" >&2; tail -n 20 "$dir/gateway.log" >&2; exit 1; }
+resilience: $resilience"
   # Slow the first replica's link: every chunk from that worker waits SLOW_MS.
   local control
   control=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["control_port"])' "$(ls "$dir"/control/*.json | head -1)")
@@ -100,7 +75,7 @@ print(f"{arm:6s} run {run}: {lv['ok']:4d} ok {lv['errors']:2d} err | TTFT p50 {t
       f"p99 {t['p99']:6.1f} ms | {requests:.0f} requests, {h1 - h0:.0f} hedges ({won:.0f} won, {denied:.0f} denied), {r1 - r0:.0f} retries: "
       f"{100 * extra / max(requests, 1):.1f} % extra upstream attempts")
 PY
-  kill "$gw_pid"; wait "$gw_pid" 2>/dev/null || true; gw_pid=
+  proxied_fleet_stop
 }
 
 echo "hedging_bench: $REPLICAS simulated replicas ($SIM_ARGS), one delayed by $SLOW_MS ms; $ROUTING routing; $USERS users," \

@@ -1,6 +1,8 @@
 #include "kernels/cuda/argmax.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
 
+#include <algorithm>
+
 namespace sy::cuda {
 namespace {
 
@@ -56,13 +58,101 @@ __global__ void argmax_kernel(const float* __restrict__ logits, int vocab,
   if (lane == 0) out[blockIdx.x] = best_i < vocab ? best_i : 0;
 }
 
+// Variant 0: a row is cut into up to kMaxSplit slices of at least kSliceMin logits, one
+// block each (a decode step's one row kept a single block walking 128K values: ≈48 µs on
+// the H200). A candidate is one 64-bit key, larger is better: the value's bits made
+// order-preserving as an unsigned number, then the complement of the index (smaller
+// index wins a tie); 0 is "none" (NaN or an empty slice).
+constexpr int kSplitThreads = 256;
+constexpr int kMaxSplit = 32;
+constexpr int kSliceMin = 4096;
+
+__device__ __forceinline__ unsigned long long candidate(float v, int i) {
+  if (isnan(v)) return 0ull;
+  const uint32_t u = __float_as_uint(v);
+  const uint32_t ordered = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return (static_cast<unsigned long long>(ordered) << 32) |
+         (0xffffffffu - static_cast<uint32_t>(i));
+}
+
+__device__ __forceinline__ unsigned long long block_max(unsigned long long key) {
+  __shared__ unsigned long long s_key[kSplitThreads / 32];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const unsigned long long other = __shfl_xor_sync(0xffffffffu, key, o);
+    key = other > key ? other : key;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) s_key[warp] = key;
+  __syncthreads();
+  key = lane < kSplitThreads / 32 ? s_key[lane] : 0ull;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const unsigned long long other = __shfl_xor_sync(0xffffffffu, key, o);
+    key = other > key ? other : key;
+  }
+  return key;  // valid in warp 0
+}
+
+// Grid (slices, rows). Workspace: [rows][kMaxSplit] candidates, then [rows] counters.
+__global__ void __launch_bounds__(kSplitThreads)
+    argmax_split_kernel(const float* __restrict__ logits, int vocab, int slice,
+                        int32_t* __restrict__ out, unsigned long long* __restrict__ cand,
+                        unsigned int* __restrict__ counters) {
+  __shared__ bool last;
+  const int64_t row = blockIdx.y;
+  const float* r = logits + row * vocab;
+  const int begin = blockIdx.x * slice, end = min(begin + slice, vocab);
+  unsigned long long key = 0ull;
+  for (int i = begin + threadIdx.x; i < end; i += kSplitThreads) {
+    const unsigned long long k = candidate(r[i], i);
+    key = k > key ? k : key;
+  }
+  key = block_max(key);
+  if (threadIdx.x == 0) {
+    cand[row * kMaxSplit + blockIdx.x] = key;
+    __threadfence();  // the candidate is visible before the block counts itself
+    last = atomicAdd(counters + row, 1u) == gridDim.x - 1;
+    if (last) counters[row] = 0;  // ready for the next launch
+  }
+  __syncthreads();
+  if (!last || threadIdx.x >= 32) return;
+  __threadfence();
+  key = threadIdx.x < gridDim.x ? __ldcg(cand + row * kMaxSplit + threadIdx.x) : 0ull;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const unsigned long long other = __shfl_xor_sync(0xffffffffu, key, o);
+    key = other > key ? other : key;
+  }
+  if (threadIdx.x == 0)
+    out[row] = key == 0ull ? 0 : static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(key));
+}
+
 }  // namespace
 
+size_t argmax_workspace_bytes(int64_t rows) {
+  return rows <= 0 ? 0
+                   : static_cast<size_t>(rows) *
+                         (kMaxSplit * sizeof(unsigned long long) + sizeof(unsigned int));
+}
+
 cudaError_t argmax(const ArgmaxArgs& a, cudaStream_t stream) {
-  if (!a.logits || !a.out || a.vocab <= 0 || a.rows < 0 || a.rows > INT32_MAX)
+  if (!a.logits || !a.out || a.vocab <= 0 || a.rows < 0 || a.rows > INT32_MAX || a.variant < 0 ||
+      a.variant > 1 || (a.variant == 0 && (!a.workspace || a.rows > 65535)))
     return cudaErrorInvalidValue;
   if (a.rows == 0) return cudaSuccess;
-  argmax_kernel<<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a.logits, a.vocab, a.out);
+  if (a.variant == 1) {
+    argmax_kernel<<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a.logits, a.vocab, a.out);
+    return launch_status();
+  }
+  const int slices =
+      static_cast<int>(std::clamp<int64_t>(ceil_div(int64_t{a.vocab}, kSliceMin), 1, kMaxSplit));
+  const int slice = static_cast<int>(ceil_div(int64_t{a.vocab}, slices));
+  auto* cand = static_cast<unsigned long long*>(a.workspace);
+  auto* counters = reinterpret_cast<unsigned int*>(cand + a.rows * kMaxSplit);
+  argmax_split_kernel<<<dim3(static_cast<unsigned>(slices), static_cast<unsigned>(a.rows)),
+                        kSplitThreads, 0, stream>>>(a.logits, a.vocab, slice, a.out, cand,
+                                                    counters);
   return launch_status();
 }
 

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace sy::cuda {
@@ -12,7 +13,16 @@ struct ArgmaxArgs {
   int64_t rows = 0;
   int vocab = 0;
   int32_t* out = nullptr;  // [rows]
+  // Variant 0 (default): several blocks per row, the last to finish reduces the blocks'
+  // candidates (one launch); needs `workspace` of argmax_workspace_bytes(rows) bytes,
+  // zero before the first call and left zero by every call. Variant 1: one block per row
+  // (no workspace).
+  int variant = 0;
+  void* workspace = nullptr;
 };
+
+// Workspace of variant 0 for up to `rows` rows.
+size_t argmax_workspace_bytes(int64_t rows);
 
 // The first index of the maximum on ties, as torch.argmax and the CPU sampler choose.
 // NaN logits are never chosen (a row of only NaN gives 0).

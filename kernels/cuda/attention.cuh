@@ -25,9 +25,17 @@ struct PagedAttentionArgs {
   // Prefill tile shape, for benchmarks comparing variants: query rows per warp, 16 or 32
   // (32 only for head_dim >= 64); 0 picks the default.
   int prefill_rows_per_warp = 0;
+  // Prefill warps per CTA, 4 or 8 (8: twice the query rows share each key/value tile in
+  // shared memory); 0 picks the default.
+  int prefill_warps = 0;
   // Decode kernel, for benchmarks comparing variants: 1 CUDA cores, 2 tensor cores (GQA
-  // groups >= 2, head_dim >= 16); 0 picks tensor cores wherever they apply.
+  // groups >= 2, head_dim >= 16) and a second kernel merging the splits, 3 tensor cores
+  // merging in the last CTA of each (sequence, kv head): one launch (needs
+  // split_counters); 0 picks 2 where tensor cores apply, else 1.
   int decode_variant = 0;
+  // Variant 3: num_seqs · n_heads counters, zero before the first call; every call
+  // leaves them zero again.
+  int32_t* split_counters = nullptr;
 };
 // Stores this step's K/V rows at their positions in the cache.
 cudaError_t write_kv_cache(const PagedAttentionArgs& a, cudaStream_t stream);

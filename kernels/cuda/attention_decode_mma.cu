@@ -28,7 +28,42 @@ struct MmaDecodeShape {
   static constexpr size_t kSmemBytes = (kRows * D + 2 * kStages * kStageElems) * 2;
 };
 
+// With kMergeHere the CTA that finishes a (sequence, kv head, head chunk) last merges
+// every split's partial into a.out itself: one launch per step instead of two. The
+// count of finished splits lives in a.split_counters, which the last CTA sets back to 0.
 template <int D>
+__device__ __forceinline__ void merge_last_split(const PagedAttentionArgs& a, int num_splits, int seq, int head0,
+                                                 int n_valid, const float* part_o, const float* part_lse,
+                                                 int32_t* counter) {
+  __shared__ bool last;
+  __threadfence();  // this CTA's partials are visible before it counts itself
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1) == num_splits - 1;
+    if (last) *counter = 0;  // every split has counted: ready for the next launch
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int i = threadIdx.x; i < n_valid * D; i += kThreads) {
+    const int r = i / D, dim = i % D;
+    const int64_t base = static_cast<int64_t>(seq) * num_splits * a.n_heads + head0 + r;
+    float mx = -INFINITY;
+    for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, __ldcg(part_lse + base + static_cast<int64_t>(s) * a.n_heads));
+    float den = 0.0f, acc = 0.0f;
+    for (int s = 0; s < num_splits; ++s) {
+      const float lse = __ldcg(part_lse + base + static_cast<int64_t>(s) * a.n_heads);
+      if (lse == -INFINITY) continue;  // an empty split: its partial was never written
+      const float w = fast_exp2(lse - mx);
+      den += w;
+      acc += w * __ldcg(part_o + (base + static_cast<int64_t>(s) * a.n_heads) * D + dim);
+    }
+    a.out[static_cast<int64_t>(seq) * a.n_heads * D + (head0 + r) * D + dim] =
+        __float2bfloat16(den > 0.0f ? acc / den : 0.0f);
+  }
+}
+
+template <int D, bool kMergeHere>
 __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs a, FastDiv bs, int num_splits,
                                                                int head_chunks, float* part_o, float* part_lse) {
   using S = MmaDecodeShape<D>;
@@ -53,11 +88,15 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs
   const int n_valid = min(kRows, group - hchunk * kRows);
   const int64_t part_base = (static_cast<int64_t>(seq) * num_splits + split) * a.n_heads;
 
+  int32_t* counter = kMergeHere ? a.split_counters + static_cast<int64_t>(seq) * gridDim.y + blockIdx.y : nullptr;
+
   if (t_begin >= t_end) {  // nothing for this split (short context)
     if (num_splits > 1 && tid < n_valid) part_lse[part_base + head0 + tid] = -INFINITY;
     if (num_splits == 1)
       for (int i = tid; i < n_valid * D; i += kThreads)
         a.out[static_cast<int64_t>(row) * a.n_heads * D + head0 * D + i] = __float2bfloat16(0.0f);
+    if constexpr (kMergeHere)
+      if (num_splits > 1) merge_last_split<D>(a, num_splits, seq, head0, n_valid, part_o, part_lse, counter);
     return;
   }
 
@@ -212,18 +251,21 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs
       if (dim == 0) part_lse[part_base + head0 + r] = m * qk_scale + __log2f(l);
     }
   }
+  if constexpr (kMergeHere)
+    if (num_splits > 1) merge_last_split<D>(a, num_splits, seq, head0, n_valid, part_o, part_lse, counter);
 }
 
-template <int D>
+template <int D, bool kMergeHere>
 cudaError_t launch(const PagedAttentionArgs& a, int num_splits, float* part_o, float* part_lse,
                    cudaStream_t stream) {
   using S = MmaDecodeShape<D>;
   static std::atomic<uint64_t> smem_set{0};
-  if (cudaError_t e = allow_smem(decode_mma_kernel<D>, S::kSmemBytes, smem_set); e != cudaSuccess) return e;
+  if (cudaError_t e = allow_smem(decode_mma_kernel<D, kMergeHere>, S::kSmemBytes, smem_set); e != cudaSuccess)
+    return e;
   const int group = a.n_heads / a.n_kv_heads;
   const int head_chunks = (group + kRows - 1) / kRows;
   const dim3 grid(num_splits, a.n_kv_heads * head_chunks, a.num_seqs);
-  decode_mma_kernel<D><<<grid, kThreads, S::kSmemBytes, stream>>>(a, FastDiv::make(a.block_size), num_splits,
+  decode_mma_kernel<D, kMergeHere><<<grid, kThreads, S::kSmemBytes, stream>>>(a, FastDiv::make(a.block_size), num_splits,
                                                                   head_chunks, part_o, part_lse);
   return cudaGetLastError();
 }
@@ -231,11 +273,17 @@ cudaError_t launch(const PagedAttentionArgs& a, int num_splits, float* part_o, f
 }  // namespace
 
 cudaError_t launch_decode_mma(const PagedAttentionArgs& a, int num_splits, float* part_o, float* part_lse,
-                              cudaStream_t stream) {
+                              bool merge_here, cudaStream_t stream) {
   switch (a.head_dim) {
-    case 16: return launch<16>(a, num_splits, part_o, part_lse, stream);
-    case 64: return launch<64>(a, num_splits, part_o, part_lse, stream);
-    case 128: return launch<128>(a, num_splits, part_o, part_lse, stream);
+    case 16:
+      return merge_here ? launch<16, true>(a, num_splits, part_o, part_lse, stream)
+                        : launch<16, false>(a, num_splits, part_o, part_lse, stream);
+    case 64:
+      return merge_here ? launch<64, true>(a, num_splits, part_o, part_lse, stream)
+                        : launch<64, false>(a, num_splits, part_o, part_lse, stream);
+    case 128:
+      return merge_here ? launch<128, true>(a, num_splits, part_o, part_lse, stream)
+                        : launch<128, false>(a, num_splits, part_o, part_lse, stream);
     default: return cudaErrorInvalidValue;
   }
 }

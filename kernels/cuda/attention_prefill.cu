@@ -297,12 +297,15 @@ cudaError_t paged_prefill_attention(const PagedAttentionArgs& a, int max_q_len, 
   const int rows_per_warp = a.prefill_rows_per_warp;
   if (rows_per_warp != 0 && rows_per_warp != 16 && !(rows_per_warp == 32 && a.head_dim >= 64))
     return cudaErrorInvalidValue;
+  if (a.prefill_warps != 0 && a.prefill_warps != 4 && a.prefill_warps != 8) return cudaErrorInvalidValue;
+  const bool eight = a.prefill_warps == 8;
   return attn::dispatch_head_dim(a.head_dim, [&](auto d) -> cudaError_t {
     constexpr int D = decltype(d)::value;
     if constexpr (D >= 64) {
-      if (rows_per_warp != 16) return launch_prefill<D, 2, 4>(a, max_q_len, stream);
+      if (rows_per_warp != 16)
+        return eight ? launch_prefill<D, 2, 8>(a, max_q_len, stream) : launch_prefill<D, 2, 4>(a, max_q_len, stream);
     }
-    return launch_prefill<D, 1, 4>(a, max_q_len, stream);
+    return eight ? launch_prefill<D, 1, 8>(a, max_q_len, stream) : launch_prefill<D, 1, 4>(a, max_q_len, stream);
   });
 }
 

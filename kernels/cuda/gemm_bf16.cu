@@ -1,5 +1,7 @@
 #include "kernels/cuda/gemm_bf16.cuh"
 
+#include <cmath>
+
 namespace sy::cuda {
 namespace {
 
@@ -31,7 +33,8 @@ void GemmBf16::destroy(Plan& p) {
 
 // Row-major y[m, n] is column-major yᵀ[n, m] = w · xᵀ: A = w read as column-major
 // [k, n] and transposed, B = x read as column-major [k, m] (the "TN" layout).
-cudaError_t GemmBf16::make_plan(const Shape& shape, Plan& p) {
+cudaError_t GemmBf16::make_plan(const Shape& shape, Plan& p, int want,
+                                std::vector<cublasLtMatmulAlgo_t>& candidates) {
   const auto [m, n, k, out] = shape;
   const cudaDataType_t c_type = out == GemmOut::kF32 ? CUDA_R_32F : CUDA_R_16BF;
   auto ok = [&](cublasStatus_t s) {
@@ -55,21 +58,69 @@ cudaError_t GemmBf16::make_plan(const Shape& shape, Plan& p) {
   }
   const size_t workspace_bytes = workspace_.bytes();
   cublasLtMatmulPreference_t pref = nullptr;
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(want));
   int found = 0;
   const bool good =
       ok(cublasLtMatmulPreferenceCreate(&pref)) &&
       ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                               &workspace_bytes, sizeof(workspace_bytes))) &&
-      ok(cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result,
-                                        &found));
+      ok(cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref, want,
+                                        results.data(), &found));
   if (pref) cublasLtMatmulPreferenceDestroy(pref);
   if (!good || found == 0) {
     destroy(p);
     return good ? cudaErrorNotSupported : cudaErrorUnknown;
   }
-  p.algo = result.algo;
+  p.algo = results[0].algo;
+  candidates.clear();
+  for (int i = 0; i < found; ++i)
+    if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS)
+      candidates.push_back(results[static_cast<size_t>(i)].algo);
   return cudaSuccess;
+}
+
+void GemmBf16::set_autotune_min_rows(int64_t rows) {
+  autotune_min_rows_ = rows;
+  tuned_.clear();
+  for (auto& [s, plan] : plans_) destroy(plan);
+  plans_.clear();
+}
+
+// Each candidate runs once to warm up, then kTimed times between two events; the least
+// total wins. A candidate that fails to run is skipped. Runs on the call's stream, so the
+// timing includes nothing else; y is overwritten, as the call itself does next.
+cudaError_t GemmBf16::autotune(Plan& p, const std::vector<cublasLtMatmulAlgo_t>& candidates,
+                               const __nv_bfloat16* x, const __nv_bfloat16* w, void* y,
+                               cudaStream_t stream) {
+  constexpr int kTimed = 3;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+    if (start) cudaEventDestroy(start);
+    return cudaErrorUnknown;
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  float best_ms = INFINITY;
+  cudaError_t err = cudaSuccess;
+  for (const cublasLtMatmulAlgo_t& algo : candidates) {
+    auto run = [&] {
+      return cublasLtMatmul(handle_, p.desc, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &algo,
+                            workspace_.get(), workspace_.bytes(), stream);
+    };
+    if (run() != CUBLAS_STATUS_SUCCESS) continue;
+    cudaEventRecord(start, stream);
+    bool ok = true;
+    for (int i = 0; i < kTimed && ok; ++i) ok = run() == CUBLAS_STATUS_SUCCESS;
+    cudaEventRecord(stop, stream);
+    if ((err = cudaEventSynchronize(stop)) != cudaSuccess) break;
+    float ms = 0;
+    if (ok && cudaEventElapsedTime(&ms, start, stop) == cudaSuccess && ms < best_ms) {
+      best_ms = ms;
+      p.algo = algo;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return err;
 }
 
 cudaError_t GemmBf16::matmul_nt(const __nv_bfloat16* x, const __nv_bfloat16* w, void* y,
@@ -84,7 +135,32 @@ cudaError_t GemmBf16::matmul_nt(const __nv_bfloat16* x, const __nv_bfloat16* w, 
       plans_.clear();
     }
     Plan p;
-    if (const cudaError_t e = make_plan(shape, p); e != cudaSuccess) return e;
+    std::vector<cublasLtMatmulAlgo_t> candidates;
+    const bool tune = autotune_min_rows_ > 0 && m >= autotune_min_rows_;
+    if (const cudaError_t e = make_plan(shape, p, tune ? kAutotuneCandidates : 1, candidates);
+        e != cudaSuccess)
+      return e;
+    int64_t bucket = 1;
+    while (bucket < m) bucket *= 2;
+    const Shape tuned_key{bucket, n, k, out};
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (tune && candidates.size() > 1) {
+      const auto known = tuned_.find(tuned_key);
+      cublasLtMatmulHeuristicResult_t check{};
+      if (known != tuned_.end()) {
+        if (cublasLtMatmulAlgoCheck(handle_, p.desc, p.a, p.b, p.c, p.c, &known->second, &check) ==
+                CUBLAS_STATUS_SUCCESS &&
+            check.workspaceSize <= workspace_.bytes())
+          p.algo = known->second;
+      } else if (cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+                 capture == cudaStreamCaptureStatusNone) {
+        if (const cudaError_t e = autotune(p, candidates, x, w, y, stream); e != cudaSuccess) {
+          destroy(p);
+          return e;
+        }
+        tuned_.emplace(tuned_key, p.algo);
+      }
+    }
     it = plans_.emplace(shape, p).first;
   }
   const Plan& p = it->second;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "kernels/cuda/device_buffer.cuh"
 
@@ -34,6 +35,15 @@ class GemmBf16 {
   cudaError_t matmul_nt(const __nv_bfloat16* x, const __nv_bfloat16* w, void* y, GemmOut out,
                         int64_t m, int64_t n, int64_t k, cudaStream_t stream);
 
+  // Products of at least `rows` rows (prefill) choose among cuBLASLt's first
+  // kAutotuneCandidates heuristic algorithms by timing each on the call's own operands,
+  // once per (power-of-two row bucket, n, k, output) outside a stream capture; other
+  // row counts of a tuned bucket reuse its algorithm where cuBLASLt accepts it for them.
+  // 0 (the default) takes the heuristic's first choice for every shape. Changing it
+  // drops the cached plans.
+  void set_autotune_min_rows(int64_t rows);
+  static constexpr int kAutotuneCandidates = 8;
+
   cublasStatus_t last_status() const { return last_status_; }
   size_t cached_plans() const { return plans_.size(); }
 
@@ -45,12 +55,20 @@ class GemmBf16 {
   };
   using Shape = std::tuple<int64_t, int64_t, int64_t, GemmOut>;
 
-  cudaError_t make_plan(const Shape& shape, Plan& plan);
+  // Fills the plan's descriptors and its heuristic candidates (at most `want`).
+  cudaError_t make_plan(const Shape& shape, Plan& plan, int want,
+                        std::vector<cublasLtMatmulAlgo_t>& candidates);
+  // Times each candidate on these operands and keeps the fastest in plan.algo.
+  cudaError_t autotune(Plan& plan, const std::vector<cublasLtMatmulAlgo_t>& candidates,
+                       const __nv_bfloat16* x, const __nv_bfloat16* w, void* y,
+                       cudaStream_t stream);
   static void destroy(Plan& plan);
 
   cublasLtHandle_t handle_ = nullptr;
+  int64_t autotune_min_rows_ = 0;
   DeviceBuffer workspace_;
   std::map<Shape, Plan> plans_;
+  std::map<Shape, cublasLtMatmulAlgo_t> tuned_;  // by (row bucket, n, k, output)
   cublasStatus_t last_status_ = CUBLAS_STATUS_SUCCESS;
 };
 

@@ -12,7 +12,9 @@
 #include "cuda_test_util.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/rope.h"
 #include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/rope_kv.cuh"
 
 namespace sy {
 namespace {
@@ -121,7 +123,8 @@ struct GpuProblem {
         cu(p.cu),
         positions(p.positions),
         out(static_cast<size_t>(int64_t{p.tokens} * p.shape.n_heads * p.shape.head_dim)),
-        workspace(cuda::attention_workspace_bytes(p.tokens, p.shape.n_heads, p.shape.head_dim, 64)) {
+        workspace(cuda::attention_workspace_bytes(p.tokens, p.shape.n_heads, p.shape.head_dim, 64)),
+        counters(std::vector<int32_t>(static_cast<size_t>(p.tokens) * p.shape.n_heads, 0)) {
     if (!p.indices.empty()) indices.upload(p.indices);
     const int hd = p.shape.head_dim;
     a.n_heads = p.shape.n_heads;
@@ -146,11 +149,13 @@ struct GpuProblem {
     a.num_tokens = p.tokens;
     a.workspace = workspace.get();
     a.workspace_bytes = cuda::attention_workspace_bytes(p.tokens, p.shape.n_heads, hd, 64);
+    a.split_counters = counters.get();
   }
   DeviceArray<uint16_t> qkv, k_cache, v_cache;
   DeviceArray<int32_t> indptr, indices, last_len, cu, positions;
   DeviceArray<uint16_t> out;
   DeviceArray<uint8_t> workspace;
+  DeviceArray<int32_t> counters;  // decode variant 3's, zero
   cuda::PagedAttentionArgs a;
 };
 
@@ -197,15 +202,25 @@ void check(Problem p, Kernel kernel, std::vector<int> splits = {}) {
     return;
   }
   if (splits.empty()) splits = {1, cuda::decode_num_splits(g.a.num_seqs, g.a.n_kv_heads, num_sms())};
-  // Both decode kernels where the tensor-core one applies (GQA groups >= 2, head_dim >= 16).
+  // Every decode kernel where the tensor-core ones apply (GQA groups >= 2, head_dim >= 16);
+  // the one-launch variant 3 twice per split count, so a second call sees the counters
+  // the first left behind, which must be zero again.
   const bool mma_fits = p.shape.n_heads / p.shape.n_kv_heads >= 2 && p.shape.head_dim >= 16;
-  for (int variant : mma_fits ? std::vector<int>{1, 2} : std::vector<int>{1}) {
+  for (int variant : mma_fits ? std::vector<int>{1, 2, 3} : std::vector<int>{1}) {
     g.a.decode_variant = variant;
     for (int ns : splits) {
-      g.out.poison();
-      SY_CUDA_OK(cuda::paged_decode_attention(g.a, ns, nullptr));
-      expect_close(from_bf16(g.out.download()), want,
-                   "decode variant " + std::to_string(variant) + " splits " + std::to_string(ns) + " " + what);
+      for (int call = 0; call < (variant == 3 ? 2 : 1); ++call) {
+        g.out.poison();
+        SY_CUDA_OK(cuda::paged_decode_attention(g.a, ns, nullptr));
+        expect_close(from_bf16(g.out.download()), want,
+                     "decode variant " + std::to_string(variant) + " splits " + std::to_string(ns) + " call " +
+                         std::to_string(call) + " " + what);
+      }
+    }
+    if (variant == 3) {
+      for (int32_t c : g.counters.download()) {
+        ASSERT_EQ(c, 0) << "a split counter left nonzero, " << what;
+      }
     }
   }
 }
@@ -288,12 +303,15 @@ TEST(CudaAttention, PrefillTileShapesAgree) {
     GpuProblem g(p);
     SY_CUDA_OK(cuda::write_kv_cache(g.a, nullptr));
     const std::vector<float> want = reference(p);
-    for (int rows : {16, 32}) {
-      g.a.prefill_rows_per_warp = rows;
-      g.out.poison();
-      SY_CUDA_OK(cuda::paged_prefill_attention(g.a, 700, 900, nullptr));
-      expect_close(from_bf16(g.out.download()), want, "rows per warp " + std::to_string(rows));
-    }
+    for (int warps : {4, 8})
+      for (int rows : {16, 32}) {
+        g.a.prefill_warps = warps;
+        g.a.prefill_rows_per_warp = rows;
+        g.out.poison();
+        SY_CUDA_OK(cuda::paged_prefill_attention(g.a, 700, 900, nullptr));
+        expect_close(from_bf16(g.out.download()), want,
+                     "warps " + std::to_string(warps) + " rows per warp " + std::to_string(rows));
+      }
   }
 }
 
@@ -338,6 +356,98 @@ TEST(CudaAttention, DecodeGraphReplaysWithOtherContexts) {
   cudaStreamDestroy(stream);
 }
 
+// rope_write_kv (RoPE of the query and key heads fused with the cache write) against
+// cpu::rope then cpu::write_kv on the same rows: the rotated queries in place, the cache
+// (NaN exactly where the CPU's is: nothing written out of place) and, end to end, the
+// attention over that cache.
+TEST(CudaAttention, RopeFusedWithKvWriteMatchesCpu) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  struct Case {
+    Shape shape;
+    std::vector<int> q_lens, contexts;
+    int rot_dim;
+    cpu::RopeLayout layout;
+  };
+  const std::vector<Case> cases = {
+      {{32, 8, 128}, {1, 1, 1}, {1, 700, 1090}, 128, cpu::RopeLayout::kInterleaved},
+      {{32, 8, 128}, {1, 1}, {33, 4000}, 128, cpu::RopeLayout::kRotateHalf},
+      {{16, 4, 64}, {1, 130, 64, 7}, {1, 130, 500, 2000}, 32, cpu::RopeLayout::kRotateHalf},
+      {{8, 2, 64, 32}, {100, 1}, {1000, 33}, 64, cpu::RopeLayout::kInterleaved},
+      {{4, 4, 16}, {5, 1}, {5, 40}, 8, cpu::RopeLayout::kInterleaved}};
+  for (const Case& c : cases) {
+    Problem p = make_problem(rng, c.shape, c.q_lens, c.contexts, 4.0f);
+    GpuProblem g(p);
+    const int d = c.shape.head_dim, qk_heads = c.shape.n_heads + c.shape.n_kv_heads;
+    cpu::RopeParams rp;
+    rp.head_dim = d;
+    rp.rot_dim = c.rot_dim;
+    rp.layout = c.layout;
+    rp.inv_freq = cpu::rope_inv_freq(c.rot_dim, 500000.0f);
+    Problem r = p;
+    cpu::rope(r.qkv.data(), r.tokens, r.stride, qk_heads, r.positions.data(), rp);
+    for (auto& v : r.qkv) v = round_bf16(v);
+    const std::vector<float> want = reference(r);
+
+    DeviceArray<float> inv_freq(rp.inv_freq);
+    cuda::RopeKvArgs a;
+    a.kv = g.a;
+    a.q = g.qkv.as<bf16>();
+    a.rot_dim = c.rot_dim;
+    a.layout = c.layout;
+    a.inv_freq = inv_freq.get();
+    SY_CUDA_OK(cuda::rope_write_kv(a, nullptr));
+    const std::string what = "heads " + std::to_string(c.shape.n_heads) + "/" + std::to_string(c.shape.n_kv_heads) +
+                             " d " + std::to_string(d) + " rot " + std::to_string(c.rot_dim);
+
+    // Queries rotated in place; the key and value columns of the rows untouched.
+    const std::vector<float> qkv = from_bf16(g.qkv.download());
+    std::vector<float> got_q, want_q;
+    for (int64_t t = 0; t < p.tokens; ++t)
+      for (int64_t i = 0; i < p.stride; ++i) {
+        const size_t k = static_cast<size_t>(t * p.stride + i);
+        ASSERT_TRUE(std::isfinite(qkv[k])) << what << ": qkv element " << k;
+        if (i < int64_t{c.shape.n_heads} * d) {
+          got_q.push_back(qkv[k]);
+          want_q.push_back(r.qkv[k]);
+        } else {
+          ASSERT_EQ(qkv[k], p.qkv[k]) << what << ": k/v column changed, element " << k;
+        }
+      }
+    EXPECT_LT(relative_error(got_q, want_q), 2 * kBf16Rounding) << what << ": queries";
+    for (const auto& [cache_cpu, cache_gpu] :
+         {std::pair{&r.k_cache, g.k_cache.download()}, std::pair{&r.v_cache, g.v_cache.download()}}) {
+      std::vector<float> got, exp;
+      ASSERT_EQ(cache_cpu->size(), cache_gpu.size());
+      for (size_t i = 0; i < cache_gpu.size(); ++i) {
+        const float gv = bf16_to_f32(cache_gpu[i]), cv = (*cache_cpu)[i];
+        if (std::isnan(cv)) {
+          ASSERT_TRUE(std::isnan(gv)) << what << ": cache element " << i << " written out of place";
+          continue;
+        }
+        ASSERT_TRUE(std::isfinite(gv)) << what << ": cache element " << i << " not written";
+        got.push_back(gv);
+        exp.push_back(cv);
+      }
+      EXPECT_LT(relative_error(got, exp), 2 * kBf16Rounding) << what << ": cache";
+    }
+    // Attention over the cache the fused kernel wrote.
+    g.out.poison();
+    const bool decode = std::all_of(c.q_lens.begin(), c.q_lens.end(), [](int q) { return q == 1; });
+    if (decode && c.shape.n_heads / c.shape.n_kv_heads >= 2 && d >= 16) {
+      g.a.decode_variant = 3;
+      SY_CUDA_OK(cuda::paged_decode_attention(
+          g.a, cuda::decode_num_splits(g.a.num_seqs, g.a.n_kv_heads, num_sms()), nullptr));
+    } else {
+      SY_CUDA_OK(cuda::paged_prefill_attention(g.a, *std::max_element(c.q_lens.begin(), c.q_lens.end()),
+                                               *std::max_element(c.contexts.begin(), c.contexts.end()), nullptr));
+    }
+    expect_close(from_bf16(g.out.download()), want, "attention after rope_write_kv, " + what);
+  }
+  cuda::RopeKvArgs bad;
+  EXPECT_EQ(cuda::rope_write_kv(bad, nullptr), cudaErrorInvalidValue);
+}
+
 TEST(CudaAttention, BadArgumentsAreRejected) {
   SY_SKIP_WITHOUT_CUDA();
   auto rng = fresh_rng();
@@ -360,10 +470,17 @@ TEST(CudaAttention, BadArgumentsAreRejected) {
   a.kv_stride = 100;  // not a whole number of 16-byte vectors
   EXPECT_EQ(cuda::write_kv_cache(a, nullptr), cudaErrorInvalidValue);
   a = g.a;
-  a.decode_variant = 3;
+  a.decode_variant = 4;
   EXPECT_EQ(cuda::paged_decode_attention(a, 1, nullptr), cudaErrorInvalidValue);
   a = g.a;
+  a.decode_variant = 3;
+  a.split_counters = nullptr;  // the one-launch merge needs its counters
+  EXPECT_EQ(cuda::paged_decode_attention(a, 4, nullptr), cudaErrorInvalidValue);
+  a = g.a;
   a.prefill_rows_per_warp = 24;
+  EXPECT_EQ(cuda::paged_prefill_attention(a, 1, 20, nullptr), cudaErrorInvalidValue);
+  a = g.a;
+  a.prefill_warps = 6;
   EXPECT_EQ(cuda::paged_prefill_attention(a, 1, 20, nullptr), cudaErrorInvalidValue);
 }
 

@@ -61,6 +61,39 @@ TEST(CudaGemmBf16, MatchesSgemmOnBf16Inputs) {
 
 // The small-batch GEMV directly and through Linear (which routes up to gemv_max_rows
 // rows to it and falls back to cuBLASLt for shapes it does not take).
+// Products of autotune_min_rows or more rows choose their algorithm by timing cuBLASLt's
+// candidates on the call's operands; whichever wins, the product must be the same.
+TEST(CudaGemmBf16, AutotunedAlgorithmsMatchSgemm) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  cuda::GemmBf16 gemm;
+  SY_CUDA_OK(gemm.init());
+  gemm.set_autotune_min_rows(64);
+  for (const Shape s : {Shape{64, 1024, 512}, Shape{300, 768, 1024}, Shape{1024, 1536, 256},
+                        Shape{129, 77, 96}, Shape{8, 512, 512}}) {
+    std::vector<float> x = normal_floats(rng, s.m * s.k), w = normal_floats(rng, s.n * s.k, 0.05f);
+    for (auto& v : x) v = round_bf16(v);
+    for (auto& v : w) v = round_bf16(v);
+    std::vector<float> want(s.m * s.n);
+    cpu::matmul_nt(x.data(), w.data(), want.data(), s.m, s.n, s.k);
+    DeviceArray<uint16_t> d_x(to_bf16(x)), d_w(to_bf16(w)), d_y16(s.m * s.n);
+    DeviceArray<float> d_y32(s.m * s.n);
+    for (int call = 0; call < 2; ++call) {  // the tuning call, then the cached plan
+      d_y16.poison();
+      d_y32.poison();
+      SY_CUDA_OK(gemm.matmul_nt(d_x.as<bf16>(), d_w.as<bf16>(), d_y32.get(), cuda::GemmOut::kF32,
+                                s.m, s.n, s.k, nullptr));
+      SY_CUDA_OK(gemm.matmul_nt(d_x.as<bf16>(), d_w.as<bf16>(), d_y16.get(), cuda::GemmOut::kBF16,
+                                s.m, s.n, s.k, nullptr));
+      const std::vector<float> y32 = d_y32.download(), y16 = from_bf16(d_y16.download());
+      for (size_t i = 0; i < y32.size(); ++i)
+        ASSERT_TRUE(std::isfinite(y32[i]) && std::isfinite(y16[i])) << "element " << i;
+      EXPECT_LT(relative_error(y32, want), kF32Tolerance) << s.m << "x" << s.n << "x" << s.k;
+      EXPECT_LT(relative_error(y16, want), kBf16Rounding) << s.m << "x" << s.n << "x" << s.k;
+    }
+  }
+}
+
 TEST(CudaGemvBf16, MatchesSgemmOnBf16Inputs) {
   SY_SKIP_WITHOUT_CUDA();
   auto rng = fresh_rng();

@@ -206,32 +206,51 @@ TEST(CudaBiasAdd, AddsBiasToEachRow) {
     for (int64_t c = cols; c < stride; ++c) ASSERT_EQ(got[r * stride + c], want[r * stride + c]);
 }
 
+// Both kernels (several blocks per row, one block per row) on vocabularies of one slice
+// and of many; the multi-block kernel twice, so the second call runs on the counters the
+// first left (they must be zero again).
 TEST(CudaArgmax, FindsFirstMaximumPerRow) {
   SY_SKIP_WITHOUT_CUDA();
   auto rng = fresh_rng();
-  const int vocab = 151680;
-  const int64_t rows = 6;
-  std::vector<float> logits = normal_floats(rng, rows * vocab, 4.0f);
-  // Row 1: a tie for the maximum (the lower index wins); row 2: the maximum at the end;
-  // row 3: all -inf but one NaN (NaN is never chosen, so index 0).
-  logits[vocab + 500] = logits[vocab + 90000] = 100.0f;
-  logits[2 * vocab + vocab - 1] = 100.0f;
-  for (int i = 0; i < vocab; ++i) logits[3 * vocab + i] = -INFINITY;
-  logits[3 * vocab + 7] = NAN;
-  std::vector<int32_t> want(rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = logits.data() + r * vocab;
-    int32_t best = 0;
-    for (int i = 1; i < vocab; ++i)
-      if (row[i] > row[best]) best = i;
-    want[r] = best;
+  for (const int vocab : {151680, 128256, 4097, 300, 2}) {
+    const int64_t rows = vocab > 8 ? 6 : 2;
+    std::vector<float> logits = normal_floats(rng, rows * vocab, 4.0f);
+    if (vocab > 8) {
+      // Row 1: a tie for the maximum in two slices (the lower index wins); row 2: the
+      // maximum at the end; row 3: all -inf but one NaN (NaN is never chosen, so index 0);
+      // row 4: all -inf (the first one).
+      logits[vocab + 5] = logits[vocab + vocab - 3] = 100.0f;
+      logits[2 * vocab + vocab - 1] = 100.0f;
+      for (int i = 0; i < vocab; ++i) logits[3 * vocab + i] = logits[4 * vocab + i] = -INFINITY;
+      logits[3 * vocab + 7] = NAN;
+    }
+    std::vector<int32_t> want(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = logits.data() + r * vocab;
+      int32_t best = 0;
+      for (int i = 1; i < vocab; ++i)
+        if (row[i] > row[best] || (std::isnan(row[best]) && !std::isnan(row[i]))) best = i;
+      want[r] = best;
+    }
+    if (vocab > 8) {
+      ASSERT_EQ(want[1], 5);
+      ASSERT_EQ(want[3], 0);
+    }
+    DeviceArray<float> d_logits(logits);
+    DeviceArray<int32_t> d_out(rows);
+    DeviceArray<uint8_t> workspace(std::vector<uint8_t>(cuda::argmax_workspace_bytes(rows), 0));
+    for (const int variant : {0, 0, 1}) {
+      d_out.poison();
+      cuda::ArgmaxArgs a{d_logits.get(), rows, vocab, d_out.get()};
+      a.variant = variant;
+      a.workspace = workspace.get();
+      SY_CUDA_OK(cuda::argmax(a, nullptr));
+      EXPECT_EQ(d_out.download(), want) << "vocab " << vocab << " variant " << variant;
+    }
+    for (const uint8_t b : workspace.download()) ASSERT_EQ(b, 0) << "a counter left nonzero";
   }
-  DeviceArray<float> d_logits(logits);
-  DeviceArray<int32_t> d_out(rows);
-  d_out.poison();
-  SY_CUDA_OK(cuda::argmax({d_logits.get(), rows, vocab, d_out.get()}, nullptr));
-  EXPECT_EQ(d_out.download(), want);
-  EXPECT_EQ(want[1], 500);
+  cuda::ArgmaxArgs bad{nullptr, 1, 2, nullptr};
+  EXPECT_EQ(cuda::argmax(bad, nullptr), cudaErrorInvalidValue);
 }
 
 // The delay kernel holds the stream: an event behind it completes no sooner than the
@@ -248,7 +267,9 @@ TEST(CudaDelay, HoldsTheStreamForTheRequestedTime) {
     SY_CUDA_OK(cudaEventRecord(before, nullptr));
     SY_CUDA_OK(cuda::delay(ns, nullptr));
     SY_CUDA_OK(cudaEventRecord(after, nullptr));
-    SY_CUDA_OK(cuda::argmax({x.get(), 1, 2, out.get()}, nullptr));
+    cuda::ArgmaxArgs a{x.get(), 1, 2, out.get()};
+    a.variant = 1;
+    SY_CUDA_OK(cuda::argmax(a, nullptr));
     SY_CUDA_OK(cudaEventSynchronize(after));
     float ms = 0;
     SY_CUDA_OK(cudaEventElapsedTime(&ms, before, after));

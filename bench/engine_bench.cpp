@@ -6,10 +6,13 @@
 // --arms compares variants in one process, their repeats interleaved. Each arm is a
 // '+'-joined list: gemvN (cuda: bf16 products of up to N rows on the GEMV kernel; 0:
 // cuBLASLt only; default BackendOptions'), oldkernels (cuda: the first RMSNorm and RoPE
-// kernels), host (fp32 logits copied to the host and the argmax taken there; default:
-// on the device where the backend can). Arms with the same backend settings share one
-// backend. --profile adds, per batch and backend, where one decode step's time goes
-// (Backend::profile_step).
+// kernels), olddecode (cuda: a merge kernel after the decode attention, RoPE then the KV
+// write, one block per argmax row), oldprefill (cuda: cuBLASLt's heuristic algorithm
+// for prefill GEMMs, untimed), pwN (cuda: N warps per prefill attention CTA, 4 or 8),
+// host (fp32 logits copied to the host and the argmax taken there; default: on the
+// device where the backend can). Arms with the same backend settings share one backend.
+// --profile adds, per batch and backend, where one decode step's time goes
+// (Backend::profile_step); --profile-prefill the same for the batch's prefill step.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,7 +32,7 @@ namespace {
 const char kUsage[] =
     "usage: switchyard-engine-bench --model M [--device cpu] [--prompt-tokens 512] [--decode-tokens 64]\n"
     "                              [--batch 1,4] [--repeat 3] [--arms gemv0+oldkernels+host,gemv1,...]\n"
-    "                              [--profile] [--json]\n";
+    "                              [--profile] [--profile-prefill] [--json]\n";
 
 const char kText[] =
     "The history of the railway switchyard is a history of sorting. Trains arrive with cars bound for many "
@@ -67,11 +70,25 @@ sy::BatchPlan decode_plan(int32_t batch, int32_t ctx, int32_t block_size, const 
   return plan;
 }
 
-nlohmann::json print_profile(const sy::StepProfile& p, int32_t batch, const std::string& arm) {
+// The prefill step of `batch` prompts of ids.size() tokens, sequence i on blocks
+// [i·nb, (i+1)·nb), logits of each last row.
+sy::BatchPlan prefill_plan(int32_t batch, int32_t block_size, const std::vector<int32_t>& ids) {
+  sy::BatchPlan plan;
+  const auto n = static_cast<int32_t>(ids.size());
+  const int32_t nb = sy::blocks_for(n, block_size);
+  for (int32_t i = 0; i < batch; ++i) {
+    std::vector<int32_t> blocks(static_cast<size_t>(nb));
+    for (int32_t b = 0; b < nb; ++b) blocks[static_cast<size_t>(b)] = i * nb + b;
+    plan.add_sequence(ids, 0, blocks, block_size, sy::BatchPlan::Logits::kLast);
+  }
+  return plan;
+}
+
+nlohmann::json print_profile(const sy::StepProfile& p, int32_t batch, const std::string& arm, const char* kind) {
   std::fprintf(stderr,
-               "profile batch %d, %s: ops back to back %.3f ms (host queued ahead: %s), graph replay %.3f ms, "
+               "profile %s batch %d, %s: ops back to back %.3f ms (host queued ahead: %s), graph replay %.3f ms, "
                "forward() %.3f ms (logits copy alone %.3f ms), forward_sample() argmax %.3f ms, top-p %.3f ms\n",
-               batch, arm.c_str(), p.ops_ms, p.queued_ahead ? "yes" : "NO", p.graph_ms, p.forward_ms, p.logits_copy_ms,
+               kind, batch, arm.c_str(), p.ops_ms, p.queued_ahead ? "yes" : "NO", p.graph_ms, p.forward_ms, p.logits_copy_ms,
                p.greedy_ms, p.sampled_ms);
   std::fprintf(stderr, "  %-22s %6s %10s %7s %9s\n", "op", "calls", "ms/step", "share", "GB/s");
   nlohmann::json ops = nlohmann::json::array();
@@ -80,7 +97,7 @@ nlohmann::json print_profile(const sy::StepProfile& p, int32_t batch, const std:
                  100.0 * op.ms / std::max(p.ops_ms, 1e-9), op.bytes > 0 ? op.bytes / (op.ms * 1e6) : 0.0);
     ops.push_back({{"op", op.name}, {"calls", op.calls}, {"ms", op.ms}, {"bytes", op.bytes}});
   }
-  return {{"batch", batch},       {"arm", arm},
+  return {{"batch", batch},       {"arm", arm},           {"step", kind},
           {"ops", ops},           {"ops_ms", p.ops_ms},
           {"queued_ahead", p.queued_ahead}, {"graph_ms", p.graph_ms},
           {"forward_ms", p.forward_ms},     {"logits_copy_ms", p.logits_copy_ms},
@@ -94,7 +111,7 @@ int main(int argc, char** argv) {
   try {
     cli::Args a(std::vector<std::string>(argv + 1, argv + argc),
                 {"model", "device", "prompt-tokens", "decode-tokens", "batch", "repeat", "arms"},
-                {"json", "profile"});
+                {"json", "profile", "profile-prefill"});
     const int32_t prompt_tokens = static_cast<int32_t>(a.get_int("prompt-tokens", 512));
     const int32_t decode_tokens = static_cast<int32_t>(a.get_int("decode-tokens", 64));
     const int repeat = static_cast<int>(a.get_int("repeat", 3));
@@ -104,6 +121,9 @@ int main(int argc, char** argv) {
       std::string label;
       int32_t gemv_rows = BackendOptions{}.gemv_max_rows;
       int32_t kernel_variant = 0;
+      int32_t decode_variant = 0;
+      int32_t prefill_variant = 0;
+      int32_t prefill_warps = 0;
       bool device_sampling = true;
       size_t backend = 0;
     };
@@ -120,10 +140,17 @@ int main(int argc, char** argv) {
           arm.device_sampling = false;
         else if (part == "oldkernels")
           arm.kernel_variant = 1;
+        else if (part == "olddecode")
+          arm.decode_variant = 1;
+        else if (part == "oldprefill")
+          arm.prefill_variant = 1;
+        else if (part == "pw4" || part == "pw8")
+          arm.prefill_warps = part[2] - '0';
         else if (part.rfind("gemv", 0) == 0 && part.size() > 4 && part.find_first_not_of("0123456789", 4) == std::string::npos)
           arm.gemv_rows = std::stoi(part.substr(4));
         else if (part != "default")
-          throw cli::UsageError("unknown arm part '" + part + "' (gemvN, oldkernels, host, default)");
+          throw cli::UsageError("unknown arm part '" + part +
+                                "' (gemvN, oldkernels, olddecode, oldprefill, pw4, pw8, host, default)");
       }
       arms.push_back(arm);
     }
@@ -135,7 +162,9 @@ int main(int argc, char** argv) {
     std::vector<std::unique_ptr<Backend>> backends;
     std::vector<std::string> backend_labels;
     for (Arm& arm : arms) {
-      const std::string key = "gemv" + std::to_string(arm.gemv_rows) + (arm.kernel_variant ? "+oldkernels" : "");
+      const std::string key = "gemv" + std::to_string(arm.gemv_rows) + (arm.kernel_variant ? "+oldkernels" : "") +
+                              (arm.decode_variant ? "+olddecode" : "") + (arm.prefill_variant ? "+oldprefill" : "") +
+                              (arm.prefill_warps ? "+pw" + std::to_string(arm.prefill_warps) : "");
       const auto found = std::find(backend_labels.begin(), backend_labels.end(), key);
       arm.backend = static_cast<size_t>(found - backend_labels.begin());
       if (found != backend_labels.end()) continue;
@@ -147,6 +176,9 @@ int main(int argc, char** argv) {
       opt.max_step_tokens = max_batch * prompt_tokens;
       opt.gemv_max_rows = arm.gemv_rows;
       opt.small_kernel_variant = arm.kernel_variant;
+      opt.decode_variant = arm.decode_variant;
+      opt.prefill_variant = arm.prefill_variant;
+      opt.prefill_warps = arm.prefill_warps;
       const auto t_load = std::chrono::steady_clock::now();
       backends.push_back(create_backend(a.get_or("device", "cpu"), *src, config, opt));
       backend_labels.push_back(key);
@@ -214,17 +246,25 @@ int main(int argc, char** argv) {
                           {"decode_tok_s_median", median(decode_rates[k])},
                           {"prefill_tok_s", prefill_rates[k]},
                           {"decode_tok_s", decode_rates[k]}});
+      if (a.has("profile-prefill")) {
+        const BatchPlan plan = prefill_plan(batch, backends[0]->block_size(), ids);
+        for (size_t b = 0; b < backends.size(); ++b) {
+          const StepProfile p = backends[b]->profile_step(plan, 5);
+          if (p.ops.empty() && p.forward_ms == 0) continue;
+          profiles.push_back(print_profile(p, batch, backend_labels[b], "prefill"));
+        }
+      }
       if (a.has("profile")) {
         const BatchPlan plan = decode_plan(batch, prompt_tokens + decode_tokens - 1, backends[0]->block_size(), ids);
         for (size_t b = 0; b < backends.size(); ++b) {
           const StepProfile p = backends[b]->profile_step(plan, 9);
           if (p.ops.empty() && p.forward_ms == 0) continue;
-          profiles.push_back(print_profile(p, batch, backend_labels[b]));
+          profiles.push_back(print_profile(p, batch, backend_labels[b], "decode"));
         }
       }
     }
     if (a.has("json")) {
-      std::puts(a.has("profile") ? nlohmann::json{{"runs", report}, {"profiles", profiles}}.dump(2).c_str()
+      std::puts(a.has("profile") || a.has("profile-prefill") ? nlohmann::json{{"runs", report}, {"profiles", profiles}}.dump(2).c_str()
                                  : report.dump(2).c_str());
     } else {
       std::printf("%-6s %-26s %-8s %-8s %-18s %-18s\n", "batch", "arm", "prompt", "decode", "prefill tok/s", "decode tok/s");

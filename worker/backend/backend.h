@@ -34,6 +34,17 @@ struct BackendOptions {
   // cuda, for benchmarks comparing variants: 1 runs the first RMSNorm and RoPE kernels
   // (a strided loop per thread, one block per row or token) instead of the default 0.
   int32_t small_kernel_variant = 0;
+  // cuda, for benchmarks comparing variants: 0 decode steps run the one-launch decode
+  // attention (splits merged by their last CTA), RoPE fused with the KV cache write and
+  // the multi-block argmax; 1 the kernels before them (a merge kernel, RoPE then the KV
+  // write, one block per argmax row).
+  int32_t decode_variant = 0;
+  // cuda, for benchmarks comparing variants: 0 GEMMs of 1,024 rows or more (prefill)
+  // pick cuBLASLt's algorithm by timing its candidates, once per power-of-two row bucket
+  // and weight shape; 1 the heuristic's first choice always.
+  int32_t prefill_variant = 0;
+  // cuda: warps per CTA of the prefill attention, 4 or 8 (0: the kernel's default).
+  int32_t prefill_warps = 0;
 };
 
 // How forward_sample() chooses one row's token: sample_token's rules (worker/engine/

@@ -18,6 +18,8 @@ constexpr int32_t kMinTokenCapacity = 256;
 // Rows of logits computed per LM-head GEMM in an eager step (a decode graph computes
 // all of its rows at once; the buffer holds at least max_num_seqs rows).
 constexpr int32_t kMinLogitsRows = 64;
+// Products of this many rows or more (prefill) have their cuBLASLt algorithm timed.
+constexpr int64_t kPrefillAutotuneRows = 1024;
 
 void throw_cuda(cudaError_t e, const std::string& what) {
   throw std::runtime_error("cuda backend: " + what + ": " + cudaGetErrorString(e));
@@ -31,7 +33,14 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
       device_(device),
       block_size_(options.block_size),
       max_num_seqs_(std::max(options.max_num_seqs, 1)),
-      small_kernel_variant_(options.small_kernel_variant) {
+      small_kernel_variant_(options.small_kernel_variant),
+      decode_variant_(options.decode_variant),
+      prefill_warps_(options.prefill_warps) {
+  if (decode_variant_ < 0 || decode_variant_ > 1 || options.prefill_variant < 0 ||
+      options.prefill_variant > 1 ||
+      (prefill_warps_ != 0 && prefill_warps_ != 4 && prefill_warps_ != 8))
+    throw std::invalid_argument(
+        "decode_variant and prefill_variant must be 0 or 1, prefill_warps 0, 4 or 8");
   if (block_size_ <= 0 || block_size_ > 1024)
     throw std::invalid_argument("block size must be in 1..1024");
   int devices = 0;
@@ -49,6 +58,7 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   weights_ = CudaModelWeights::upload(src, config);
   check(linear_.init(weights_.max_q8_0_elements), "creating the cuBLASLt handle and Q8_0 scratch");
   linear_.set_gemv_max_rows(std::clamp(options.gemv_max_rows, 0, cuda::kGemvBf16MaxRows));
+  if (options.prefill_variant == 0) linear_.gemm().set_autotune_min_rows(kPrefillAutotuneRows);
   logits_capacity_ = std::max(max_num_seqs_, kMinLogitsRows);
   check(rows_h_.allocate(static_cast<size_t>(logits_capacity_) * config.hidden * 2),
         "allocating logits rows");
@@ -161,6 +171,9 @@ void CudaBackend::ensure_capacity(int32_t tokens, size_t indices) {
                                         b, c.n_heads, c.head_dim,
                                         cuda::decode_num_splits(b, c.n_kv_heads, num_sms_)));
   check(attn_workspace_.allocate(workspace), "allocating the attention workspace");
+  check(split_counters_.allocate(C * c.n_heads * sizeof(int32_t)), "allocating split counters");
+  check(cudaMemsetAsync(split_counters_.get(), 0, split_counters_.bytes(), stream_),
+        "clearing split counters");
   const PlanLayout p = plan_layout();
   check(plan_.allocate(p.total * sizeof(int32_t)), "allocating the plan arrays");
   if (plan_host_) cudaFreeHost(plan_host_);
@@ -311,6 +324,10 @@ void CudaBackend::ensure_choice_capacity(int64_t rows, int64_t sampled_rows) {
     check(cudaStreamSynchronize(stream_), "finishing the last step");
     const int64_t n = std::max<int64_t>(rows, logits_capacity_);
     check(ids_.allocate(static_cast<size_t>(n) * sizeof(int32_t)), "allocating token ids");
+    check(argmax_workspace_.allocate(cuda::argmax_workspace_bytes(n)),
+          "allocating argmax workspace");
+    check(cudaMemsetAsync(argmax_workspace_.get(), 0, argmax_workspace_.bytes(), stream_),
+          "clearing argmax workspace");
     check(row_params_.allocate(static_cast<size_t>(n) * sizeof(cuda::SamplingRowParams)),
           "allocating sampling parameters");
     if (ids_host_) cudaFreeHost(ids_host_);
@@ -353,9 +370,10 @@ void CudaBackend::enqueue_choose(int64_t first, int64_t n, bool sampled) {
     a.workspace_bytes = sample_workspace_.bytes();
     check(cuda::sample(a, stream_), "sampling");
   } else {
-    check(
-        cuda::argmax({logits_.as<float>(), n, config_.vocab, ids_.as<int32_t>() + first}, stream_),
-        "argmax");
+    cuda::ArgmaxArgs a{logits_.as<float>(), n, config_.vocab, ids_.as<int32_t>() + first};
+    a.variant = decode_variant_ == 0 && n <= 65535 ? 0 : 1;
+    a.workspace = argmax_workspace_.get();
+    check(cuda::argmax(a, stream_), "argmax");
   }
 }
 

@@ -9,6 +9,7 @@
 #include "kernels/cuda/qk_norm.cuh"
 #include "kernels/cuda/rms_norm.cuh"
 #include "kernels/cuda/rope.cuh"
+#include "kernels/cuda/rope_kv.cuh"
 #include "kernels/cuda/silu_mul.cuh"
 #include "worker/backend/cuda_backend.h"
 
@@ -60,6 +61,14 @@ void CudaBackend::enqueue_layers(const Step& step) {
   a.num_tokens = step.tokens;
   a.workspace = attn_workspace_.get();
   a.workspace_bytes = attn_workspace_.bytes();
+  a.prefill_warps = prefill_warps_;
+  // Decode variant 0: the one-launch decode attention where the tensor-core kernel
+  // applies (GQA groups of 2 or more), and RoPE fused with the KV write.
+  const bool fused_decode = step.decode && decode_variant_ == 0;
+  if (fused_decode && c.n_heads / c.n_kv_heads >= 2 && c.head_dim >= 16) {
+    a.decode_variant = 3;
+    a.split_counters = split_counters_.as<int32_t>();
+  }
   const int splits = step.decode ? cuda::decode_num_splits(step.seqs, c.n_kv_heads, num_sms_) : 0;
 
   for (int l = 0; l < c.n_layers; ++l) {
@@ -76,13 +85,20 @@ void CudaBackend::enqueue_layers(const Step& step) {
                 {qkv, T, QKV, c.n_heads, c.n_kv_heads, c.head_dim, L.q_norm, L.k_norm, c.rms_eps},
                 stream_),
             "Q/K norm");
-    check(cuda::rope({qkv, T, QKV, c.n_heads + c.n_kv_heads, c.head_dim, c.rope_dim, c.rope_layout,
+    a.k_cache = kv_.as<bf16>() + layer_kv_elements_ * 2 * static_cast<size_t>(l);
+    a.v_cache = a.k_cache + layer_kv_elements_;
+    if (fused_decode) {
+      check(
+          cuda::rope_write_kv({a, qkv, c.rope_dim, c.rope_layout, weights_.rope_inv_freq}, stream_),
+          "RoPE + KV cache write");
+    } else {
+      check(
+          cuda::rope({qkv, T, QKV, c.n_heads + c.n_kv_heads, c.head_dim, c.rope_dim, c.rope_layout,
                       plan + p.positions, weights_.rope_inv_freq, small_kernel_variant_},
                      stream_),
           "RoPE");
-    a.k_cache = kv_.as<bf16>() + layer_kv_elements_ * 2 * static_cast<size_t>(l);
-    a.v_cache = a.k_cache + layer_kv_elements_;
-    check(cuda::write_kv_cache(a, stream_), "KV cache write");
+      check(cuda::write_kv_cache(a, stream_), "KV cache write");
+    }
     if (step.decode)
       check(cuda::paged_decode_attention(a, splits, stream_), "decode attention");
     else

@@ -69,7 +69,7 @@ constexpr int kSliceMin = 4096;
 
 __device__ __forceinline__ unsigned long long candidate(float v, int i) {
   if (isnan(v)) return 0ull;
-  const uint32_t u = __float_as_uint(v);
+  const uint32_t u = __float_as_uint(v + 0.0f);  // -0 as +0: they tie, as in a float compare
   const uint32_t ordered = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
   return (static_cast<unsigned long long>(ordered) << 32) |
          (0xffffffffu - static_cast<uint32_t>(i));

@@ -11,7 +11,7 @@
 #   LIMITS=1 bash bench/gpu_engine_bench.sh    # also the copy and bf16 GEMM limits (torch)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; B=build-gpu/bin; M=/tmp/m; mkdir -p $M $OUT
-BUDGET=${BUDGET:-290}
+BUDGET=${BUDGET:-200}
 t0=$(date +%s)
 since() { echo $(( $(date +%s) - t0 )); }
 bash scripts/device_build.sh switchyard-worker switchyard-engine-bench sy_cuda_kernel_tests sy_cuda_attention_tests \
@@ -23,9 +23,9 @@ tar -xJf .devcarry/llama3-tiny.tar.xz -C $M llama3-tiny-bf16.gguf
 ( t=$(date +%s); $B/switchyard-worker make-model --arch llama --preset llama3-8b --tokenizer-from $M/llama3-tiny-bf16.gguf \
     --out $M/l8.gguf > /dev/null 2>&1; echo "make-model rc $? in $(( $(date +%s) - t )) s" ) > $M/make-model.txt &
 mm=$!
-{ timeout 90 $B/sy_cuda_kernel_tests --gtest_brief=1; echo "kernel tests rc $?"
-  timeout 100 $B/sy_cuda_attention_tests --gtest_brief=1; echo "attention tests rc $?"
-  timeout 90 $B/sy_cuda_fixture_tests --gtest_brief=1; echo "fixture tests rc $?"; } > $OUT/tests.log 2>&1
+{ timeout 60 $B/sy_cuda_kernel_tests --gtest_brief=1; echo "kernel tests rc $?"
+  timeout 60 $B/sy_cuda_attention_tests --gtest_brief=1; echo "attention tests rc $?"
+  timeout 60 $B/sy_cuda_fixture_tests --gtest_brief=1; echo "fixture tests rc $?"; } > $OUT/tests.log 2>&1
 grep -E "PASSED|FAILED|rc |max \||greedy tokens" $OUT/tests.log; echo "tests $(since) s"
 wait $mm; cat $M/make-model.txt; echo "model $(since) s"
 if [ "${LIMITS:-0}" = 1 ]; then
@@ -48,12 +48,12 @@ fi
 EB="$B/switchyard-engine-bench --model $M/l8.gguf --device cuda --json"
 # 8K prefill: default (cuBLASLt candidates timed, 4-warp attention CTAs), the heuristic's
 # algorithms (oldprefill), 8-warp attention CTAs (pw8); the prefill step's per-op profile.
-timeout 80 $EB --prompt-tokens 8192 --decode-tokens 2 --batch 1 --repeat 3 --arms default,oldprefill,pw8 \
+timeout 60 $EB --prompt-tokens 8192 --decode-tokens 2 --batch 1 --repeat 2 --arms default,oldprefill,pw8 \
   --profile-prefill > $OUT/l8-8k.json 2> $OUT/l8-8k.log
 echo "8k rc $? at $(since) s"; grep -E "repeat|^profile" $OUT/l8-8k.log
 # Decode at 1K: default against the decode kernels before (olddecode); per-op profile.
 if [ $(since) -lt $(( BUDGET - 45 )) ]; then
-  timeout 45 $EB --prompt-tokens 1024 --decode-tokens 64 --batch 1,64 --repeat 3 --arms default,olddecode --profile \
+  timeout 40 $EB --prompt-tokens 1024 --decode-tokens 64 --batch 1,64 --repeat 3 --arms default,olddecode --profile \
     > $OUT/l8-1k.json 2> $OUT/l8-1k.log
   echo "1k rc $? at $(since) s"; grep -E "repeat|^profile" $OUT/l8-1k.log
 fi

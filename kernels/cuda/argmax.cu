@@ -94,11 +94,16 @@ __device__ __forceinline__ unsigned long long block_max(unsigned long long key) 
   return key;  // valid in warp 0
 }
 
-// Grid (slices, rows). Workspace: [rows][kMaxSplit] candidates, then [rows] counters.
+// Workspace: one record per row, kMaxSplit candidates then the row's counter (in a
+// 64-bit slot), so a row's counter sits at the same place whatever a call's row count
+// (a layout that put all counters after all candidates moved them with the row count:
+// a call with more rows wrote candidates over a smaller call's counters).
+constexpr int kRecord = kMaxSplit + 1;  // 64-bit slots per row
+
+// Grid (slices, rows).
 __global__ void __launch_bounds__(kSplitThreads)
     argmax_split_kernel(const float* __restrict__ logits, int vocab, int slice,
-                        int32_t* __restrict__ out, unsigned long long* __restrict__ cand,
-                        unsigned int* __restrict__ counters) {
+                        int32_t* __restrict__ out, unsigned long long* __restrict__ records) {
   __shared__ bool last;
   const int64_t row = blockIdx.y;
   const float* r = logits + row * vocab;
@@ -109,16 +114,18 @@ __global__ void __launch_bounds__(kSplitThreads)
     key = k > key ? k : key;
   }
   key = block_max(key);
+  unsigned long long* cand = records + row * kRecord;
+  auto* counter = reinterpret_cast<unsigned int*>(cand + kMaxSplit);
   if (threadIdx.x == 0) {
-    cand[row * kMaxSplit + blockIdx.x] = key;
+    cand[blockIdx.x] = key;
     __threadfence();  // the candidate is visible before the block counts itself
-    last = atomicAdd(counters + row, 1u) == gridDim.x - 1;
-    if (last) counters[row] = 0;  // ready for the next launch
+    last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    if (last) *counter = 0;  // ready for the next launch
   }
   __syncthreads();
   if (!last || threadIdx.x >= 32) return;
   __threadfence();
-  key = threadIdx.x < gridDim.x ? __ldcg(cand + row * kMaxSplit + threadIdx.x) : 0ull;
+  key = threadIdx.x < gridDim.x ? __ldcg(cand + threadIdx.x) : 0ull;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     const unsigned long long other = __shfl_xor_sync(0xffffffffu, key, o);
@@ -131,9 +138,7 @@ __global__ void __launch_bounds__(kSplitThreads)
 }  // namespace
 
 size_t argmax_workspace_bytes(int64_t rows) {
-  return rows <= 0 ? 0
-                   : static_cast<size_t>(rows) *
-                         (kMaxSplit * sizeof(unsigned long long) + sizeof(unsigned int));
+  return rows <= 0 ? 0 : static_cast<size_t>(rows) * kRecord * sizeof(unsigned long long);
 }
 
 cudaError_t argmax(const ArgmaxArgs& a, cudaStream_t stream) {
@@ -148,11 +153,9 @@ cudaError_t argmax(const ArgmaxArgs& a, cudaStream_t stream) {
   const int slices =
       static_cast<int>(std::clamp<int64_t>(ceil_div(int64_t{a.vocab}, kSliceMin), 1, kMaxSplit));
   const int slice = static_cast<int>(ceil_div(int64_t{a.vocab}, slices));
-  auto* cand = static_cast<unsigned long long*>(a.workspace);
-  auto* counters = reinterpret_cast<unsigned int*>(cand + a.rows * kMaxSplit);
   argmax_split_kernel<<<dim3(static_cast<unsigned>(slices), static_cast<unsigned>(a.rows)),
-                        kSplitThreads, 0, stream>>>(a.logits, a.vocab, slice, a.out, cand,
-                                                    counters);
+                        kSplitThreads, 0, stream>>>(a.logits, a.vocab, slice, a.out,
+                                                    static_cast<unsigned long long*>(a.workspace));
   return launch_status();
 }
 

@@ -14,9 +14,10 @@ struct ArgmaxArgs {
   int vocab = 0;
   int32_t* out = nullptr;  // [rows]
   // Variant 0 (default): several blocks per row, the last to finish reduces the blocks'
-  // candidates (one launch); needs `workspace` of argmax_workspace_bytes(rows) bytes,
-  // zero before the first call and left zero by every call. Variant 1: one block per row
-  // (no workspace).
+  // candidates (one launch); needs `workspace` of argmax_workspace_bytes(rows) bytes (or
+  // of more rows: calls of any row count may share one), zero before the first call;
+  // every call leaves its rows' counters zero. Variant 1: one block per row (no
+  // workspace).
   int variant = 0;
   void* workspace = nullptr;
 };

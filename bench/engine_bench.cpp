@@ -6,9 +6,10 @@
 // --arms compares variants in one process, their repeats interleaved. Each arm is a
 // '+'-joined list: gemvN (cuda: bf16 products of up to N rows on the GEMV kernel; 0:
 // cuBLASLt only; default BackendOptions'), oldkernels (cuda: the first RMSNorm and RoPE
-// kernels), olddecode (cuda: a merge kernel after the decode attention, RoPE then the KV
-// write, one block per argmax row), oldprefill (cuda: cuBLASLt's heuristic algorithm
-// for prefill GEMMs, untimed), pwN (cuda: N warps per prefill attention CTA, 4 or 8),
+// kernels), fused (cuda: RoPE fused with the KV cache write and the multi-block argmax
+// in decode steps, BackendOptions::decode_variant 1), fused1launch (also the one-launch
+// decode attention, decode_variant 2), gemmtune (cuda: prefill GEMMs time cuBLASLt's
+// candidates, prefill_variant 1), pwN (cuda: N warps per prefill attention CTA, 4 or 8),
 // host (fp32 logits copied to the host and the argmax taken there; default: on the
 // device where the backend can). Arms with the same backend settings share one backend.
 // --profile adds, per batch and backend, where one decode step's time goes
@@ -140,9 +141,11 @@ int main(int argc, char** argv) {
           arm.device_sampling = false;
         else if (part == "oldkernels")
           arm.kernel_variant = 1;
-        else if (part == "olddecode")
+        else if (part == "fused")
           arm.decode_variant = 1;
-        else if (part == "oldprefill")
+        else if (part == "fused1launch")
+          arm.decode_variant = 2;
+        else if (part == "gemmtune")
           arm.prefill_variant = 1;
         else if (part == "pw4" || part == "pw8")
           arm.prefill_warps = part[2] - '0';
@@ -150,7 +153,7 @@ int main(int argc, char** argv) {
           arm.gemv_rows = std::stoi(part.substr(4));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (gemvN, oldkernels, olddecode, oldprefill, pw4, pw8, host, default)");
+                                "' (gemvN, oldkernels, fused, fused1launch, gemmtune, pw4, pw8, host, default)");
       }
       arms.push_back(arm);
     }
@@ -163,7 +166,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> backend_labels;
     for (Arm& arm : arms) {
       const std::string key = "gemv" + std::to_string(arm.gemv_rows) + (arm.kernel_variant ? "+oldkernels" : "") +
-                              (arm.decode_variant ? "+olddecode" : "") + (arm.prefill_variant ? "+oldprefill" : "") +
+                              (arm.decode_variant == 1 ? "+fused" : arm.decode_variant == 2 ? "+fused1launch" : "") +
+                              (arm.prefill_variant ? "+gemmtune" : "") +
                               (arm.prefill_warps ? "+pw" + std::to_string(arm.prefill_warps) : "");
       const auto found = std::find(backend_labels.begin(), backend_labels.end(), key);
       arm.backend = static_cast<size_t>(found - backend_labels.begin());

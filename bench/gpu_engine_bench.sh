@@ -46,19 +46,20 @@ print(f"bf16 GEMM 8192^3 (cuBLAS via torch {torch.__version__}) {2 * 8192**3 / d
 PY
 fi
 EB="$B/switchyard-engine-bench --model $M/l8.gguf --device cuda --json"
-# 8K prefill: default (cuBLASLt candidates timed, 4-warp attention CTAs), the heuristic's
-# algorithms (oldprefill), 8-warp attention CTAs (pw8); the prefill step's per-op profile.
-timeout 60 $EB --prompt-tokens 8192 --decode-tokens 2 --batch 1 --repeat 2 --arms default,oldprefill,pw8 \
+# 8K prefill: default (cuBLASLt's heuristic, 4-warp attention CTAs), cuBLASLt candidates
+# timed (gemmtune), 8-warp attention CTAs (pw8); the prefill step's per-op profile.
+timeout 60 $EB --prompt-tokens 8192 --decode-tokens 2 --batch 1 --repeat 2 --arms default,gemmtune,pw8 \
   --profile-prefill > $OUT/l8-8k.json 2> $OUT/l8-8k.log
 echo "8k rc $? at $(since) s"; grep -E "repeat|^profile" $OUT/l8-8k.log
-# Decode at 1K: default against the decode kernels before (olddecode); per-op profile.
+# Decode at 1K: default against the fused RoPE/KV write and multi-block argmax (fused)
+# and also the one-launch attention (fused1launch); per-op profile.
 if [ $(since) -lt $(( BUDGET - 20 )) ]; then
-  timeout 40 $EB --prompt-tokens 1024 --decode-tokens 64 --batch 1,64 --repeat 3 --arms default,olddecode --profile \
+  timeout 40 $EB --prompt-tokens 1024 --decode-tokens 64 --batch 1,64 --repeat 3 --arms default,fused,fused1launch --profile \
     > $OUT/l8-1k.json 2> $OUT/l8-1k.log
   echo "1k rc $? at $(since) s"; grep -E "repeat|^profile" $OUT/l8-1k.log
 fi
 if [ $(since) -lt $(( BUDGET - 40 )) ]; then
-  timeout 40 $EB --prompt-tokens 32768 --decode-tokens 32 --batch 1 --repeat 2 --arms default,olddecode \
+  timeout 40 $EB --prompt-tokens 32768 --decode-tokens 32 --batch 1 --repeat 2 --arms default,fused \
     > $OUT/l8-32k.json 2> $OUT/l8-32k.log
   echo "32k rc $? at $(since) s"; grep -E "repeat" $OUT/l8-32k.log
 fi

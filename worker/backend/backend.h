@@ -34,14 +34,16 @@ struct BackendOptions {
   // cuda, for benchmarks comparing variants: 1 runs the first RMSNorm and RoPE kernels
   // (a strided loop per thread, one block per row or token) instead of the default 0.
   int32_t small_kernel_variant = 0;
-  // cuda, for benchmarks comparing variants: 0 decode steps run the one-launch decode
-  // attention (splits merged by their last CTA), RoPE fused with the KV cache write and
-  // the multi-block argmax; 1 the kernels before them (a merge kernel, RoPE then the KV
-  // write, one block per argmax row).
+  // cuda, for benchmarks comparing variants (docs/PERFORMANCE.md, 2026-11-30 02:00):
+  // 0 decode steps run RoPE then the KV cache write, the decode attention and its split
+  // merge kernel, one block per argmax row; 1 RoPE fused with the KV write
+  // (rope_write_kv) and the multi-block argmax; 2 also the one-launch decode attention
+  // (splits merged by their last CTA: slower on the H200). Variants 1 and 2 are not the
+  // default: with them the fixture test's chunked generation disagreed (see the doc).
   int32_t decode_variant = 0;
-  // cuda, for benchmarks comparing variants: 0 GEMMs of 1,024 rows or more (prefill)
-  // pick cuBLASLt's algorithm by timing its candidates, once per power-of-two row bucket
-  // and weight shape; 1 the heuristic's first choice always.
+  // cuda, for benchmarks comparing variants: 0 cuBLASLt's heuristic algorithm for every
+  // product; 1 products of 1,024 rows or more (prefill) time its candidates, once per
+  // power-of-two row bucket and weight shape (no gain measured at 8K).
   int32_t prefill_variant = 0;
   // cuda: warps per CTA of the prefill attention, 4 or 8 (0: the kernel's default).
   int32_t prefill_warps = 0;

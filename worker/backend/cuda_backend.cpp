@@ -36,11 +36,11 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
       small_kernel_variant_(options.small_kernel_variant),
       decode_variant_(options.decode_variant),
       prefill_warps_(options.prefill_warps) {
-  if (decode_variant_ < 0 || decode_variant_ > 1 || options.prefill_variant < 0 ||
+  if (decode_variant_ < 0 || decode_variant_ > 2 || options.prefill_variant < 0 ||
       options.prefill_variant > 1 ||
       (prefill_warps_ != 0 && prefill_warps_ != 4 && prefill_warps_ != 8))
     throw std::invalid_argument(
-        "decode_variant and prefill_variant must be 0 or 1, prefill_warps 0, 4 or 8");
+        "decode_variant must be 0..2, prefill_variant 0 or 1, prefill_warps 0, 4 or 8");
   if (block_size_ <= 0 || block_size_ > 1024)
     throw std::invalid_argument("block size must be in 1..1024");
   int devices = 0;
@@ -58,7 +58,7 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   weights_ = CudaModelWeights::upload(src, config);
   check(linear_.init(weights_.max_q8_0_elements), "creating the cuBLASLt handle and Q8_0 scratch");
   linear_.set_gemv_max_rows(std::clamp(options.gemv_max_rows, 0, cuda::kGemvBf16MaxRows));
-  if (options.prefill_variant == 0) linear_.gemm().set_autotune_min_rows(kPrefillAutotuneRows);
+  if (options.prefill_variant == 1) linear_.gemm().set_autotune_min_rows(kPrefillAutotuneRows);
   logits_capacity_ = std::max(max_num_seqs_, kMinLogitsRows);
   check(rows_h_.allocate(static_cast<size_t>(logits_capacity_) * config.hidden * 2),
         "allocating logits rows");
@@ -371,7 +371,7 @@ void CudaBackend::enqueue_choose(int64_t first, int64_t n, bool sampled) {
     check(cuda::sample(a, stream_), "sampling");
   } else {
     cuda::ArgmaxArgs a{logits_.as<float>(), n, config_.vocab, ids_.as<int32_t>() + first};
-    a.variant = decode_variant_ == 0 && n <= 65535 ? 0 : 1;
+    a.variant = decode_variant_ >= 1 && n <= 65535 ? 0 : 1;
     a.workspace = argmax_workspace_.get();
     check(cuda::argmax(a, stream_), "argmax");
   }

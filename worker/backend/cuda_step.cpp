@@ -62,10 +62,10 @@ void CudaBackend::enqueue_layers(const Step& step) {
   a.workspace = attn_workspace_.get();
   a.workspace_bytes = attn_workspace_.bytes();
   a.prefill_warps = prefill_warps_;
-  // Decode variant 0: the one-launch decode attention where the tensor-core kernel
-  // applies (GQA groups of 2 or more), and RoPE fused with the KV write.
-  const bool fused_decode = step.decode && decode_variant_ == 0;
-  if (fused_decode && c.n_heads / c.n_kv_heads >= 2 && c.head_dim >= 16) {
+  // Decode variants 1 and 2: RoPE fused with the KV write; 2 also the one-launch decode
+  // attention where the tensor-core kernel applies (GQA groups of 2 or more).
+  const bool fused_decode = step.decode && decode_variant_ >= 1;
+  if (fused_decode && decode_variant_ == 2 && c.n_heads / c.n_kv_heads >= 2 && c.head_dim >= 16) {
     a.decode_variant = 3;
     a.split_counters = split_counters_.as<int32_t>();
   }

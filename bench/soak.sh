@@ -19,34 +19,11 @@ for f in "$bin/sy_proxied_worker" "$bin/switchyard-gateway" "$MODEL"; do
   [ -e "$f" ] || { echo "missing $f (build sy_proxied_worker, switchyard-gateway, sy_fixtures)" >&2; exit 1; }
 done
 work=$(mktemp -d /tmp/sy-soak.XXXXXX)
-mkdir -p "$work/control"
-gw_pid=
-cleanup() { [ -n "$gw_pid" ] && kill "$gw_pid" 2>/dev/null && wait "$gw_pid" 2>/dev/null; true; }
-trap cleanup EXIT
-cat >"$work/replicas.yaml" <<YAML
-model: $(cd "$(dirname "$MODEL")" && pwd)/$(basename "$MODEL")
-listen: 127.0.0.1:$PORT
-admin_listen: 127.0.0.1:$((PORT + 1))
-devices: [cpu]
-modes:
-  throughput: {replicas: $REPLICAS}
-worker:
-  binary: $bin/sy_proxied_worker
-  max_num_seqs: 8
-  kv_blocks: 2048
-  extra_args: ['--ttft-ms', '40', '--itl-ms', '15', '--jitter', '0.3', '--control-dir', '$work/control']
-startup: {stagger_s: 0, max_parallel_loads: 1, restart_backoff_initial_s: 0.5}
-resilience: {first_token_timeout_s: 10, stall_min_s: 1, stall_max_s: 5}
-YAML
-"$bin/switchyard-gateway" --config "$work/replicas.yaml" >"$work/gateway.log" 2>&1 &
-gw_pid=$!
-for _ in $(seq 100); do
-  ready=$(curl -sf "http://127.0.0.1:$((PORT + 1))/admin/status" | python3 -c \
-    'import json,sys; print(sum(r["state"]=="ready" for r in json.load(sys.stdin)["replicas"]))' 2>/dev/null || echo 0)
-  [ "$ready" = "$REPLICAS" ] && break
-  sleep 0.3
-done
-[ "$ready" = "$REPLICAS" ] || { echo "fleet not ready:" >&2; tail -n 20 "$work/gateway.log" >&2; exit 1; }
+source bench/proxied_fleet.sh
+trap proxied_fleet_stop EXIT
+proxied_fleet_start "$work" "$PORT" "$REPLICAS" "'--ttft-ms', '40', '--itl-ms', '15', '--jitter', '0.3'" \
+  "startup: {stagger_s: 0, max_parallel_loads: 1, restart_backoff_initial_s: 0.5}
+resilience: {first_token_timeout_s: 10, stall_min_s: 1, stall_max_s: 5}"
 echo "soak: $(date -u +%FT%TZ), $(nproc) cores, work directory $work"
 python3 bench/soak_client.py --port "$PORT" --gateway-pid "$gw_pid" --control-dir "$work/control" \
   --duration "$DURATION" --users "$USERS" --csv "$work/processes.csv"

@@ -130,7 +130,7 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
 
 bool GatewayCore::retry(std::shared_ptr<ProxyRequest> r, size_t failed_replica, int32_t attempts) {
   fleet_->attempt_failed(failed_replica);
-  if (attempts >= resilience_.max_attempts || !budget_.try_spend()) {
+  if (closing_ || attempts >= resilience_.max_attempts || !budget_.try_spend()) {
     ++counters_.retries_denied;
     return false;
   }
@@ -168,6 +168,11 @@ void GatewayCore::reject_queued(const ApiError& error) {
     it->second->reject(error);
     queued_.erase(it);
   }
+}
+
+void GatewayCore::close(const ApiError& error) {
+  closing_ = true;
+  reject_queued(error);
 }
 
 void GatewayCore::set_paused(bool paused) {

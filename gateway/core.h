@@ -99,6 +99,10 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   void request_done(ProxyRequest& r, bool ok, bool cancelled);
   // Answers every queued request with `error` (shutdown).
   void reject_queued(const ApiError& error);
+  // The drain grace is over and the workers are stopping: retries are refused from now
+  // on and whatever is queued is answered with `error`, so that no request waits in the
+  // queue (holding the core) for a replica that will not come back.
+  void close(const ApiError& error);
   // Stops releasing queued requests (mode switch drain) or resumes.
   void set_paused(bool paused);
   bool paused() const { return paused_; }
@@ -128,6 +132,7 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   std::unordered_map<uint64_t, std::shared_ptr<ProxyRequest>> queued_;
   GatewayCounters counters_;
   bool paused_ = false;
+  bool closing_ = false;
   LatencyWindow ttft_, itl_, attempt_ttft_;
   ResilienceConfig resilience_;
   policy::HedgeBudget budget_;

@@ -384,11 +384,14 @@ void Gateway::shutdown(int signal) {
                                                                     std::chrono::duration<double>(config_.shutdown.drain_grace_s)));
     auto finish = [this] {
       log_line("drained; stopping the workers");
+      const ApiError closing = ApiError::unavailable("the gateway is shutting down", "shutting_down");
+      core_->close(closing);
       front_->stop();
       if (admin_) admin_->stop();
       for (auto& ex : event_subscribers_) ex->finish();
       event_subscribers_.clear();
-      supervisor_->stop_all(std::chrono::milliseconds(static_cast<int64_t>(config_.shutdown.worker_stop_grace_s * 1000)), [this] {
+      supervisor_->stop_all(std::chrono::milliseconds(static_cast<int64_t>(config_.shutdown.worker_stop_grace_s * 1000)), [this, closing] {
+        core_->close(closing);
         front_->close_all();
         if (admin_) admin_->close_all();
         ioc_.stop();

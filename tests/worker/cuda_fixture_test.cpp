@@ -27,10 +27,12 @@ namespace {
 
 using testing::FixtureModel;
 
-std::unique_ptr<Backend> open_cuda(const ModelSource& src, int32_t max_num_seqs) {
+std::unique_ptr<Backend> open_cuda(const ModelSource& src, int32_t max_num_seqs,
+                                   int32_t decode_variant = 0) {
   BackendOptions opt;
   opt.num_kv_blocks = 256;
   opt.max_num_seqs = max_num_seqs;
+  opt.decode_variant = decode_variant;
   return create_backend("cuda", src, ModelConfig::from_source(src), opt);
 }
 
@@ -163,6 +165,27 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
     EXPECT_EQ(eager[i].tokens, batched[i].tokens) << "prompt " << i << " eager batch of 5";
     EXPECT_EQ(host[i].tokens, batched[i].tokens) << "prompt " << i << " argmax on the host";
   }
+
+  // The fused decode paths (BackendOptions::decode_variant 1: RoPE fused with the KV
+  // write and the multi-block argmax; 2: also the one-launch attention) alone, in the
+  // batch of five and chunked (row counts 1..5 on one argmax workspace): the same tokens
+  // as the default path up to the margin rule.
+  for (const int32_t variant : {1, 2}) {
+    auto fused = open_cuda(*src_, 16, variant);
+    Generator fused_gen(*fused);
+    Generator fused_chunked_gen(*fused, 2);
+    const auto fused_batched = fused_gen.generate(reqs);
+    const auto fused_chunked = fused_chunked_gen.generate(reqs);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const size_t n = decided_steps(golden_["prompts"][i], err);
+      const std::string what =
+          "prompt " + std::to_string(i) + ", decode variant " + std::to_string(variant);
+      EXPECT_EQ(head(fused_gen.generate({reqs[i]})[0].tokens, n), head(alone[i], n))
+          << what << " alone";
+      EXPECT_EQ(head(fused_batched[i].tokens, n), head(alone[i], n)) << what << " in a batch of 5";
+      EXPECT_EQ(head(fused_chunked[i].tokens, n), head(alone[i], n)) << what << " chunked";
+    }
+  }
 }
 
 // forward_sample() against the host sampler on forward()'s logits of the same step, in
@@ -201,7 +224,9 @@ TEST_P(CudaFixture, ForwardSampleChoosesWhatTheHostSamplerChooses) {
       p.top_k = rows[i].top_k;
       p.top_p = rows[i].top_p;
       p.min_p = rows[i].min_p;
-      ids.push_back(sample_token_with_draw({logits.data() + i * vocab, vocab}, p, rows[i].uniform, {}, {}).id);
+      ids.push_back(
+          sample_token_with_draw({logits.data() + i * vocab, vocab}, p, rows[i].uniform, {}, {})
+              .id);
     }
     return ids;
   };

@@ -26,7 +26,7 @@ tar -xJf .devcarry/llama3-tiny.tar.xz -C $M llama3-tiny-bf16.gguf
 mm=$!
 { timeout 60 $B/sy_cuda_kernel_tests --gtest_brief=1; echo "kernel tests rc $?"
   timeout 60 $B/sy_cuda_attention_tests --gtest_brief=1; echo "attention tests rc $?"
-  timeout 60 $B/sy_cuda_fixture_tests --gtest_brief=1; echo "fixture tests rc $?"; } > $OUT/tests.log 2>&1
+  timeout 150 $B/sy_cuda_fixture_tests --gtest_brief=1; echo "fixture tests rc $?"; } > $OUT/tests.log 2>&1
 grep -E "PASSED|FAILED|rc |max \||greedy tokens" $OUT/tests.log; echo "tests $(since) s"
 wait $mm; cat $M/make-model.txt; echo "model $(since) s"
 if [ "${LIMITS:-0}" = 1 ]; then

@@ -6,9 +6,9 @@
 // --arms compares variants in one process, their repeats interleaved. Each arm is a
 // '+'-joined list: gemvN (cuda: bf16 products of up to N rows on the GEMV kernel; 0:
 // cuBLASLt only; default BackendOptions'), oldkernels (cuda: the first RMSNorm and RoPE
-// kernels), fused (cuda: RoPE fused with the KV cache write and the multi-block argmax
-// in decode steps, BackendOptions::decode_variant 1), fused1launch (also the one-launch
-// decode attention, decode_variant 2), gemmtune (cuda: prefill GEMMs time cuBLASLt's
+// kernels), unfused (cuda: RoPE and the KV cache write as two launches and one block per
+// argmax row in decode steps, BackendOptions::decode_variant 0; the default fuses them),
+// fused1launch (also the one-launch decode attention, decode_variant 2), gemmtune (cuda: prefill GEMMs time cuBLASLt's
 // candidates, prefill_variant 1), pwN (cuda: N warps per prefill attention CTA, 4 or 8),
 // host (fp32 logits copied to the host and the argmax taken there; default: on the
 // device where the backend can). Arms with the same backend settings share one backend.
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
       std::string label;
       int32_t gemv_rows = BackendOptions{}.gemv_max_rows;
       int32_t kernel_variant = 0;
-      int32_t decode_variant = 0;
+      int32_t decode_variant = BackendOptions{}.decode_variant;
       int32_t prefill_variant = 0;
       int32_t prefill_warps = 0;
       bool device_sampling = true;
@@ -141,8 +141,8 @@ int main(int argc, char** argv) {
           arm.device_sampling = false;
         else if (part == "oldkernels")
           arm.kernel_variant = 1;
-        else if (part == "fused")
-          arm.decode_variant = 1;
+        else if (part == "unfused")
+          arm.decode_variant = 0;
         else if (part == "fused1launch")
           arm.decode_variant = 2;
         else if (part == "gemmtune")
@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
           arm.gemv_rows = std::stoi(part.substr(4));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (gemvN, oldkernels, fused, fused1launch, gemmtune, pw4, pw8, host, default)");
+                                "' (gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, host, default)");
       }
       arms.push_back(arm);
     }
@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> backend_labels;
     for (Arm& arm : arms) {
       const std::string key = "gemv" + std::to_string(arm.gemv_rows) + (arm.kernel_variant ? "+oldkernels" : "") +
-                              (arm.decode_variant == 1 ? "+fused" : arm.decode_variant == 2 ? "+fused1launch" : "") +
+                              (arm.decode_variant == 0 ? "+unfused" : arm.decode_variant == 2 ? "+fused1launch" : "") +
                               (arm.prefill_variant ? "+gemmtune" : "") +
                               (arm.prefill_warps ? "+pw" + std::to_string(arm.prefill_warps) : "");
       const auto found = std::find(backend_labels.begin(), backend_labels.end(), key);

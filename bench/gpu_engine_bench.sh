@@ -9,7 +9,7 @@
 #
 #   bash bench/gpu_engine_bench.sh             # 8K prefill, 1K decode at batch 1 and 64, 32K decode
 #   LIMITS=1 bash bench/gpu_engine_bench.sh    # also the copy and bf16 GEMM limits (torch)
-#   ARMS_8K=none ARMS_1K=default,fused ARMS_32K=default,fused bash bench/gpu_engine_bench.sh
+#   ARMS_8K=none ARMS_1K=default,unfused ARMS_32K=default,unfused bash bench/gpu_engine_bench.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; B=build-gpu/bin; M=/tmp/m; mkdir -p $M $OUT
 BUDGET=${BUDGET:-210}
@@ -54,15 +54,16 @@ if [ "${ARMS_8K:=default,gemmtune,pw8}" != none ]; then
     --profile-prefill > $OUT/l8-8k.json 2> $OUT/l8-8k.log
   echo "8k rc $? at $(since) s"; grep -E "repeat|^profile" $OUT/l8-8k.log
 fi
-# Decode at 1K: default against the fused RoPE/KV write and multi-block argmax (fused)
-# and also the one-launch attention (fused1launch); per-op profile.
+# Decode at 1K: default (RoPE fused with the KV write, multi-block argmax) against the
+# two launches and one-block argmax (unfused) and the one-launch attention
+# (fused1launch); per-op profile.
 if [ $(since) -lt $(( BUDGET - 20 )) ]; then
-  timeout 40 $EB --prompt-tokens 1024 --decode-tokens 64 --batch 1,64 --repeat 3 --arms ${ARMS_1K:-default,fused,fused1launch} --profile \
+  timeout 40 $EB --prompt-tokens 1024 --decode-tokens 64 --batch 1,64 --repeat 3 --arms ${ARMS_1K:-default,unfused,fused1launch} --profile \
     > $OUT/l8-1k.json 2> $OUT/l8-1k.log
   echo "1k rc $? at $(since) s"; grep -E "repeat|^profile" $OUT/l8-1k.log
 fi
 if [ $(since) -lt $(( BUDGET - 40 )) ]; then
-  timeout 40 $EB --prompt-tokens 32768 --decode-tokens 32 --batch 1 --repeat 2 --arms ${ARMS_32K:-default,fused} \
+  timeout 40 $EB --prompt-tokens 32768 --decode-tokens 32 --batch 1 --repeat 2 --arms ${ARMS_32K:-default,unfused} \
     > $OUT/l8-32k.json 2> $OUT/l8-32k.log
   echo "32k rc $? at $(since) s"; grep -E "repeat" $OUT/l8-32k.log
 fi

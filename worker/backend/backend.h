@@ -34,13 +34,11 @@ struct BackendOptions {
   // cuda, for benchmarks comparing variants: 1 runs the first RMSNorm and RoPE kernels
   // (a strided loop per thread, one block per row or token) instead of the default 0.
   int32_t small_kernel_variant = 0;
-  // cuda, for benchmarks comparing variants (docs/PERFORMANCE.md, 2026-11-30 02:00):
-  // 0 decode steps run RoPE then the KV cache write, the decode attention and its split
-  // merge kernel, one block per argmax row; 1 RoPE fused with the KV write
-  // (rope_write_kv) and the multi-block argmax; 2 also the one-launch decode attention
-  // (splits merged by their last CTA: slower on the H200). Variants 1 and 2 are not the
-  // default: with them the fixture test's chunked generation disagreed (see the doc).
-  int32_t decode_variant = 0;
+  // cuda decode steps (docs/PERFORMANCE.md, 2026-11-30): 1 (default) RoPE fused with the
+  // KV cache write (rope_write_kv) and the multi-block argmax; 0 RoPE then the KV write,
+  // one block per argmax row (the code before, for benchmarks); 2 also the one-launch
+  // decode attention (splits merged by their last CTA: slower on the H200).
+  int32_t decode_variant = 1;
   // cuda, for benchmarks comparing variants: 0 cuBLASLt's heuristic algorithm for every
   // product; 1 products of 1,024 rows or more (prefill) time its candidates, once per
   // power-of-two row bucket and weight shape (no gain measured at 8K).

@@ -1,5 +1,6 @@
 #include "kernels/cuda/argmax.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/launch.cuh"
 
 #include <algorithm>
 
@@ -16,6 +17,8 @@ __device__ __forceinline__ bool better(float v, int i, float bv, int bi) {
 // One block per row.
 __global__ void argmax_kernel(const float* __restrict__ logits, int vocab,
                               int32_t* __restrict__ out) {
+  pdl_wait();
+  pdl_release();
   __shared__ float s_val[32];
   __shared__ int s_idx[32];
   const float* row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
@@ -104,6 +107,8 @@ constexpr int kRecord = kMaxSplit + 1;  // 64-bit slots per row
 __global__ void __launch_bounds__(kSplitThreads)
     argmax_split_kernel(const float* __restrict__ logits, int vocab, int slice,
                         int32_t* __restrict__ out, unsigned long long* __restrict__ records) {
+  pdl_wait();
+  pdl_release();
   __shared__ bool last;
   const int64_t row = blockIdx.y;
   const float* r = logits + row * vocab;
@@ -146,17 +151,16 @@ cudaError_t argmax(const ArgmaxArgs& a, cudaStream_t stream) {
       a.variant > 1 || (a.variant == 0 && (!a.workspace || a.rows > 65535)))
     return cudaErrorInvalidValue;
   if (a.rows == 0) return cudaSuccess;
-  if (a.variant == 1) {
-    argmax_kernel<<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a.logits, a.vocab, a.out);
-    return launch_status();
-  }
+  if (a.variant == 1)
+    return launch_kernel(argmax_kernel, static_cast<unsigned>(a.rows), kThreads, 0, stream,
+                         a.logits, a.vocab, a.out);
   const int slices =
       static_cast<int>(std::clamp<int64_t>(ceil_div(int64_t{a.vocab}, kSliceMin), 1, kMaxSplit));
   const int slice = static_cast<int>(ceil_div(int64_t{a.vocab}, slices));
-  argmax_split_kernel<<<dim3(static_cast<unsigned>(slices), static_cast<unsigned>(a.rows)),
-                        kSplitThreads, 0, stream>>>(a.logits, a.vocab, slice, a.out,
-                                                    static_cast<unsigned long long*>(a.workspace));
-  return launch_status();
+  return launch_kernel(argmax_split_kernel,
+                       dim3(static_cast<unsigned>(slices), static_cast<unsigned>(a.rows)),
+                       kSplitThreads, 0, stream, a.logits, a.vocab, slice, a.out,
+                       static_cast<unsigned long long*>(a.workspace));
 }
 
 }  // namespace sy::cuda

@@ -15,6 +15,7 @@
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_decode_mma.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -72,6 +73,8 @@ constexpr int ilog2(int x) { return x <= 1 ? 0 : 1 + ilog2(x / 2); }
 template <int D, int HG>
 __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a, FastDiv bs, int num_splits,
                                                            int head_chunks, float* part_o, float* part_lse) {
+  pdl_wait();
+  pdl_release();
   using S = DecodeShape<D>;
   constexpr int L = S::kChunks;
   constexpr int NV = HG * kKeysPerThread;
@@ -306,6 +309,8 @@ constexpr int kMergeThreads = 256;
 template <int D>
 __global__ void __launch_bounds__(kMergeThreads) merge_kernel(PagedAttentionArgs a, int num_splits,
                                                               const float* part_o, const float* part_lse) {
+  pdl_wait();
+  pdl_release();
   constexpr int kVecs = D / 4;
   constexpr int kGroups = kMergeThreads / kVecs;
   __shared__ float w_sm[kMaxSplits];
@@ -353,9 +358,8 @@ cudaError_t launch_decode(const PagedAttentionArgs& a, int num_splits, float* pa
   const int group = a.n_heads / a.n_kv_heads;
   const int head_chunks = (group + HG - 1) / HG;
   const dim3 grid(num_splits, a.n_kv_heads * head_chunks, a.num_seqs);
-  decode_kernel<D, HG><<<grid, kThreads, smem, stream>>>(a, FastDiv::make(a.block_size), num_splits, head_chunks,
-                                                          part_o, part_lse);
-  return cudaGetLastError();
+  return launch_kernel(decode_kernel<D, HG>, grid, kThreads, smem, stream, a, FastDiv::make(a.block_size),
+                       num_splits, head_chunks, part_o, part_lse);
 }
 
 }  // namespace
@@ -402,8 +406,8 @@ cudaError_t paged_decode_attention(const PagedAttentionArgs& a, int num_splits, 
     else if (group <= 4) e = launch_decode<D, 4>(a, num_splits, part_o, part_lse, stream);
     else e = launch_decode<D, 8>(a, num_splits, part_o, part_lse, stream);
     if (e != cudaSuccess || num_splits == 1 || merge_here) return e;
-    merge_kernel<D><<<dim3(a.n_heads, a.num_seqs), kMergeThreads, 0, stream>>>(a, num_splits, part_o, part_lse);
-    return cudaGetLastError();
+    return launch_kernel(merge_kernel<D>, dim3(a.n_heads, a.num_seqs), kMergeThreads, 0, stream, a, num_splits,
+                         part_o, part_lse);
   });
 }
 

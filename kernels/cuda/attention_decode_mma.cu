@@ -9,6 +9,7 @@
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_decode_mma.cuh"
 #include "kernels/cuda/attention_mma.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda::attn {
 namespace {
@@ -66,6 +67,8 @@ __device__ __forceinline__ void merge_last_split(const PagedAttentionArgs& a, in
 template <int D, bool kMergeHere>
 __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs a, FastDiv bs, int num_splits,
                                                                int head_chunks, float* part_o, float* part_lse) {
+  pdl_wait();
+  pdl_release();
   using S = MmaDecodeShape<D>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __nv_bfloat16* q_sm = reinterpret_cast<__nv_bfloat16*>(smem_raw);
@@ -265,9 +268,8 @@ cudaError_t launch(const PagedAttentionArgs& a, int num_splits, float* part_o, f
   const int group = a.n_heads / a.n_kv_heads;
   const int head_chunks = (group + kRows - 1) / kRows;
   const dim3 grid(num_splits, a.n_kv_heads * head_chunks, a.num_seqs);
-  decode_mma_kernel<D, kMergeHere><<<grid, kThreads, S::kSmemBytes, stream>>>(a, FastDiv::make(a.block_size), num_splits,
-                                                                  head_chunks, part_o, part_lse);
-  return cudaGetLastError();
+  return launch_kernel(decode_mma_kernel<D, kMergeHere>, grid, kThreads, S::kSmemBytes, stream, a,
+                       FastDiv::make(a.block_size), num_splits, head_chunks, part_o, part_lse);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // write_kv_cache: scatters this step's K/V rows into their blocks of the paged cache.
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/attention_common.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -9,6 +10,8 @@ constexpr int kThreads = 128;
 
 // One CTA per token row; each thread moves 16-byte vectors of K and V.
 __global__ void __launch_bounds__(kThreads) write_kv_kernel(PagedAttentionArgs a, attn::FastDiv bs) {
+  pdl_wait();
+  pdl_release();
   const int t = blockIdx.x;
   // The sequence that owns row t: the last s with cu_seqlens[s] <= t.
   int lo = 0, hi = a.num_seqs - 1;
@@ -39,8 +42,8 @@ cudaError_t write_kv_cache(const PagedAttentionArgs& a, cudaStream_t stream) {
   if (!a.k_new || !a.v_new || !attn::aligned16(a.k_new) || !attn::aligned16(a.v_new) || a.kv_stride % 8 != 0 ||
       a.kv_stride < static_cast<int64_t>(a.n_kv_heads) * a.head_dim)
     return cudaErrorInvalidValue;
-  write_kv_kernel<<<a.num_tokens, kThreads, 0, stream>>>(a, attn::FastDiv::make(a.block_size));
-  return cudaGetLastError();
+  return launch_kernel(write_kv_kernel, a.num_tokens, kThreads, 0, stream, a,
+                       attn::FastDiv::make(a.block_size));
 }
 
 }  // namespace sy::cuda

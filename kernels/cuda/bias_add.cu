@@ -1,5 +1,6 @@
 #include "kernels/cuda/bias_add.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -8,6 +9,8 @@ constexpr int kThreads = 256;
 
 __global__ void bias_add_kernel(bf16* __restrict__ x, int64_t rows, int64_t cols,
                                 int64_t row_stride, const float* __restrict__ bias) {
+  pdl_wait();
+  pdl_release();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * cols;
        i += stride) {
@@ -24,9 +27,8 @@ cudaError_t bias_add(const BiasAddArgs& a, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   if (a.rows == 0) return cudaSuccess;
   const int64_t blocks = std::min<int64_t>(ceil_div(a.rows * a.cols, kThreads), 132 * 16);
-  bias_add_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a.x, a.rows, a.cols,
-                                                                          a.row_stride, a.bias);
-  return launch_status();
+  return launch_kernel(bias_add_kernel, static_cast<unsigned>(blocks), kThreads, 0, stream, a.x,
+                       a.rows, a.cols, a.row_stride, a.bias);
 }
 
 }  // namespace sy::cuda

@@ -2,6 +2,7 @@
 
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -23,6 +24,8 @@ __device__ __forceinline__ bf16 from_float<bf16>(float v) {
 template <typename Out>
 __global__ void gather_rows_kernel(const bf16* __restrict__ table, int64_t table_rows, int64_t cols,
                                    const int32_t* __restrict__ ids, Out* __restrict__ out) {
+  pdl_wait();
+  pdl_release();
   const int64_t r = blockIdx.x;
   const int32_t id = ids[r];
   Out* dst = out + r * cols;
@@ -55,12 +58,10 @@ cudaError_t gather_rows(const GatherRowsArgs& a, cudaStream_t stream) {
   if (a.rows > INT32_MAX) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(a.rows));
   if (a.out_f32)
-    gather_rows_kernel<float>
-        <<<grid, kThreads, 0, stream>>>(a.table, a.table_rows, a.cols, a.ids, a.out_f32);
-  else
-    gather_rows_kernel<bf16>
-        <<<grid, kThreads, 0, stream>>>(a.table, a.table_rows, a.cols, a.ids, a.out_bf16);
-  return launch_status();
+    return launch_kernel(gather_rows_kernel<float>, grid, kThreads, 0, stream, a.table,
+                         a.table_rows, a.cols, a.ids, a.out_f32);
+  return launch_kernel(gather_rows_kernel<bf16>, grid, kThreads, 0, stream, a.table, a.table_rows,
+                       a.cols, a.ids, a.out_bf16);
 }
 
 }  // namespace sy::cuda

@@ -1,5 +1,6 @@
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/gemv_bf16.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -59,7 +60,8 @@ __device__ __forceinline__ void fma_chunk(const uint4& w, const bf16* __restrict
 
 // One warp per weight row. Lane j reads chunks j, j + 32, ... of the row (8 values
 // each), kUnroll of them issued before any is used; the tail (k not a multiple of
-// 32 · 8 · kUnroll) runs one chunk at a time.
+// 32 · 8 · kUnroll) runs one chunk at a time. The first kUnroll loads are issued before
+// pdl_wait(): under programmatic launch they overlap the kernel ahead (which writes x).
 template <int M, typename Out>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_bf16_kernel(const bf16* __restrict__ w, int64_t n, int64_t k, const bf16* __restrict__ x,
@@ -73,6 +75,19 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int m = 0; m < M; ++m) acc[m] = 0;
   constexpr int64_t kStep = 32 * kChunk;  // values a warp covers per load
   int64_t c = static_cast<int64_t>(lane) * kChunk;
+  uint4 first[kUnroll];
+  const bool peel = c + (kUnroll - 1) * kStep < k;
+  if (peel) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) first[u] = load_streaming(w_row + c + u * kStep);
+  }
+  pdl_wait();
+  pdl_release();
+  if (peel) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) fma_chunk<M>(first[u], x, k, c + u * kStep, acc);
+    c += kUnroll * kStep;
+  }
   for (; c + (kUnroll - 1) * kStep < k; c += kUnroll * kStep) {
     uint4 wv[kUnroll];
 #pragma unroll
@@ -93,10 +108,9 @@ cudaError_t launch(const GemvBf16Args& a, Out* y, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>(ceil_div(a.n, kWarps));
   const dim3 threads(kWarps * 32);
   switch (a.m) {
-#define SY_GEMV_CASE(M)                                                              \
-  case M:                                                                            \
-    gemv_bf16_kernel<M, Out><<<blocks, threads, 0, stream>>>(a.w, a.n, a.k, a.x, y); \
-    break;
+#define SY_GEMV_CASE(M) \
+  case M:               \
+    return launch_kernel(gemv_bf16_kernel<M, Out>, blocks, threads, 0, stream, a.w, a.n, a.k, a.x, y);
     SY_GEMV_CASE(1)
     SY_GEMV_CASE(2)
     SY_GEMV_CASE(3)
@@ -109,7 +123,6 @@ cudaError_t launch(const GemvBf16Args& a, Out* y, cudaStream_t stream) {
     default:
       return cudaErrorInvalidValue;
   }
-  return launch_status();
 }
 
 }  // namespace

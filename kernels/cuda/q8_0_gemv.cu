@@ -1,5 +1,6 @@
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/q8_0_gemv.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -24,6 +25,8 @@ template <int M, typename Out>
 __global__ void q8_0_gemv_kernel(const int8_t* __restrict__ quants,
                                  const __half* __restrict__ scales, int64_t n, int64_t k,
                                  const bf16* __restrict__ x, Out* __restrict__ y) {
+  pdl_wait();
+  pdl_release();
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
   if (row >= n) return;
   const int lane = threadIdx.x & 31;
@@ -69,11 +72,10 @@ cudaError_t launch(const Q8_0GemvArgs& a, Out* y, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(ceil_div(a.w.n, kWarps));
   const dim3 threads(kWarps * 32);
   switch (a.m) {
-#define SY_Q8_CASE(M)                                                                   \
-  case M:                                                                               \
-    q8_0_gemv_kernel<M, Out>                                                            \
-        <<<blocks, threads, 0, stream>>>(a.w.quants, a.w.scales, a.w.n, a.w.k, a.x, y); \
-    break;
+#define SY_Q8_CASE(M)                                                                     \
+  case M:                                                                                 \
+    return launch_kernel(q8_0_gemv_kernel<M, Out>, blocks, threads, 0, stream, a.w.quants, \
+                         a.w.scales, a.w.n, a.w.k, a.x, y);
     SY_Q8_CASE(1)
     SY_Q8_CASE(2)
     SY_Q8_CASE(3)
@@ -86,7 +88,6 @@ cudaError_t launch(const Q8_0GemvArgs& a, Out* y, cudaStream_t stream) {
     default:
       return cudaErrorInvalidValue;
   }
-  return launch_status();
 }
 
 }  // namespace

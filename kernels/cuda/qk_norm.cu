@@ -1,5 +1,6 @@
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/qk_norm.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -11,6 +12,8 @@ constexpr int kWarpsPerBlock = 4;
 __global__ void qk_norm_kernel(bf16* __restrict__ x, int64_t tokens, int64_t row_stride, int n_q,
                                int n_kv, int head_dim, const float* __restrict__ q_weight,
                                const float* __restrict__ k_weight, float eps) {
+  pdl_wait();
+  pdl_release();
   const int heads = n_q + n_kv;
   const int64_t item = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
   if (item >= tokens * heads) return;
@@ -40,10 +43,9 @@ cudaError_t qk_norm(const QkNormArgs& a, cudaStream_t stream) {
   if (items == 0) return cudaSuccess;
   const int64_t blocks = ceil_div(items, kWarpsPerBlock);
   if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-  qk_norm_kernel<<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, stream>>>(
-      a.x, a.tokens, a.row_stride, a.n_q_heads, a.n_kv_heads, a.head_dim, a.q_weight, a.k_weight,
-      a.eps);
-  return launch_status();
+  return launch_kernel(qk_norm_kernel, static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0,
+                       stream, a.x, a.tokens, a.row_stride, a.n_q_heads, a.n_kv_heads, a.head_dim,
+                       a.q_weight, a.k_weight, a.eps);
 }
 
 }  // namespace sy::cuda

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/rms_norm.cuh"
 
 namespace sy::cuda {
@@ -16,6 +17,8 @@ __global__ void add_rms_norm_kernel(float* __restrict__ residual, const float* _
                                     const float* __restrict__ weight, bf16* __restrict__ out, int n,
                                     float eps) {
   __shared__ float scratch[32];
+  pdl_wait();
+  pdl_release();
   const int64_t base = static_cast<int64_t>(blockIdx.x) * n;
   float* res = residual + base;
   float ss = 0;
@@ -47,6 +50,8 @@ __global__ void add_rms_norm_vec_kernel(float* __restrict__ residual,
   const int n4 = n / 4;
   auto* res = reinterpret_cast<float4*>(residual + base);
   float4 v[V], d[V];
+  pdl_wait();
+  pdl_release();
 #pragma unroll
   for (int j = 0; j < V; ++j) {
     const int i = threadIdx.x + j * blockDim.x;
@@ -103,17 +108,14 @@ cudaError_t add_rms_norm(const AddRmsNormArgs& a, cudaStream_t stream) {
   const bool vec = a.variant == 0 && a.n % 4 == 0 && vecs >= 1 && vecs <= kMaxVecs &&
                    aligned(a.residual, 16) && aligned(a.weight, 16) && aligned(a.out, 8) &&
                    (!a.delta || aligned(a.delta, 16));
-  if (!vec) {
-    add_rms_norm_kernel<<<rows, kThreads, 0, stream>>>(a.residual, a.delta, a.weight, a.out, a.n,
-                                                       a.eps);
-    return launch_status();
-  }
+  if (!vec)
+    return launch_kernel(add_rms_norm_kernel, rows, kThreads, 0, stream, a.residual, a.delta,
+                         a.weight, a.out, a.n, a.eps);
   switch (vecs) {
-#define SY_NORM_CASE(V)                                                                   \
-  case V:                                                                                 \
-    add_rms_norm_vec_kernel<V>                                                            \
-        <<<rows, threads, 0, stream>>>(a.residual, a.delta, a.weight, a.out, a.n, a.eps); \
-    break;
+#define SY_NORM_CASE(V)                                                                       \
+  case V:                                                                                     \
+    return launch_kernel(add_rms_norm_vec_kernel<V>, rows, threads, 0, stream, a.residual, \
+                         a.delta, a.weight, a.out, a.n, a.eps);
     SY_NORM_CASE(1)
     SY_NORM_CASE(2)
     SY_NORM_CASE(3)
@@ -124,7 +126,7 @@ cudaError_t add_rms_norm(const AddRmsNormArgs& a, cudaStream_t stream) {
     SY_NORM_CASE(8)
 #undef SY_NORM_CASE
   }
-  return launch_status();
+  return cudaErrorInvalidValue;  // unreachable: vec needs 1 <= vecs <= kMaxVecs
 }
 
 }  // namespace sy::cuda

@@ -1,5 +1,6 @@
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/rope.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -12,6 +13,8 @@ constexpr int kThreads = 128;
 __global__ void rope_kernel(bf16* __restrict__ x, int64_t row_stride, int n_heads, int head_dim,
                             int half, bool interleaved, const int32_t* __restrict__ positions,
                             const float* __restrict__ inv_freq) {
+  pdl_wait();
+  pdl_release();
   const int64_t t = blockIdx.x;
   const float pos = static_cast<float>(positions[t]);
   bf16* row = x + t * row_stride;
@@ -37,6 +40,8 @@ __global__ void rope_pairs_kernel(bf16* __restrict__ x, int64_t row_stride, int 
                                   int head_dim, int half, bool interleaved,
                                   const int32_t* __restrict__ positions,
                                   const float* __restrict__ inv_freq) {
+  pdl_wait();
+  pdl_release();
   const int p = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
   if (p >= n_heads * half) return;
   const int h = p / half, i = p - h * half;
@@ -63,17 +68,15 @@ cudaError_t rope(const RopeArgs& a, cudaStream_t stream) {
   if (a.tokens == 0) return cudaSuccess;
   const int half = a.rot_dim / 2;
   const bool interleaved = a.layout == cpu::RopeLayout::kInterleaved;
-  if (a.variant == 1) {
-    rope_kernel<<<static_cast<unsigned>(a.tokens), kThreads, 0, stream>>>(
-        a.x, a.row_stride, a.n_heads, a.head_dim, half, interleaved, a.positions, a.inv_freq);
-    return launch_status();
-  }
+  if (a.variant == 1)
+    return launch_kernel(rope_kernel, static_cast<unsigned>(a.tokens), kThreads, 0, stream, a.x,
+                         a.row_stride, a.n_heads, a.head_dim, half, interleaved, a.positions,
+                         a.inv_freq);
   const dim3 grid(
       static_cast<unsigned>(a.tokens),
       static_cast<unsigned>(ceil_div(static_cast<int64_t>(a.n_heads) * half, kThreads)));
-  rope_pairs_kernel<<<grid, kThreads, 0, stream>>>(a.x, a.row_stride, a.n_heads, a.head_dim, half,
-                                                   interleaved, a.positions, a.inv_freq);
-  return launch_status();
+  return launch_kernel(rope_pairs_kernel, grid, kThreads, 0, stream, a.x, a.row_stride, a.n_heads,
+                       a.head_dim, half, interleaved, a.positions, a.inv_freq);
 }
 
 }  // namespace sy::cuda

@@ -1,6 +1,7 @@
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/rope_kv.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -14,6 +15,8 @@ constexpr int kThreads = 128;
 __global__ void __launch_bounds__(kThreads)
     rope_kv_kernel(PagedAttentionArgs a, bf16* __restrict__ q, int half, bool interleaved,
                    const float* __restrict__ inv_freq, attn::FastDiv bs) {
+  pdl_wait();
+  pdl_release();
   const int pairs = a.head_dim / 2;
   const int p = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x);
   if (p >= (a.n_heads + 2 * a.n_kv_heads) * pairs) return;
@@ -90,10 +93,9 @@ cudaError_t rope_write_kv(const RopeKvArgs& a, cudaStream_t stream) {
       static_cast<unsigned>(kv.num_tokens),
       static_cast<unsigned>(ceil_div(
           static_cast<int64_t>(kv.n_heads + 2 * kv.n_kv_heads) * (kv.head_dim / 2), kThreads)));
-  rope_kv_kernel<<<grid, kThreads, 0, stream>>>(kv, a.q, a.rot_dim / 2,
-                                                a.layout == cpu::RopeLayout::kInterleaved,
-                                                a.inv_freq, attn::FastDiv::make(kv.block_size));
-  return launch_status();
+  return launch_kernel(rope_kv_kernel, grid, kThreads, 0, stream, kv, a.q, a.rot_dim / 2,
+                       a.layout == cpu::RopeLayout::kInterleaved, a.inv_freq,
+                       attn::FastDiv::make(kv.block_size));
 }
 
 }  // namespace sy::cuda

@@ -1,5 +1,6 @@
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/silu_mul.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -13,6 +14,8 @@ __device__ __forceinline__ float silu_times(float g, float u) {
 // Grid-stride over the output; 8 values (16 bytes) per step when n allows it.
 __global__ void silu_mul_kernel(const bf16* __restrict__ gate_up, bf16* __restrict__ out,
                                 int64_t rows, int64_t n) {
+  pdl_wait();
+  pdl_release();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   if (n % 8 == 0) {
     const int64_t per_row = n / 8;
@@ -47,9 +50,8 @@ cudaError_t silu_mul(const SiluMulArgs& a, cudaStream_t stream) {
   const int64_t work = a.rows * (a.n % 8 == 0 ? a.n / 8 : a.n);
   if (work == 0) return cudaSuccess;
   const int64_t blocks = std::min<int64_t>(ceil_div(work, kThreads), 132 * 16);
-  silu_mul_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a.gate_up, a.out, a.rows,
-                                                                          a.n);
-  return launch_status();
+  return launch_kernel(silu_mul_kernel, static_cast<unsigned>(blocks), kThreads, 0, stream,
+                       a.gate_up, a.out, a.rows, a.n);
 }
 
 }  // namespace sy::cuda

@@ -28,11 +28,9 @@ namespace {
 using testing::FixtureModel;
 
 std::unique_ptr<Backend> open_cuda(const ModelSource& src, int32_t max_num_seqs,
-                                   int32_t decode_variant = BackendOptions{}.decode_variant) {
-  BackendOptions opt;
+                                   BackendOptions opt = {}) {
   opt.num_kv_blocks = 256;
   opt.max_num_seqs = max_num_seqs;
-  opt.decode_variant = decode_variant;
   return create_backend("cuda", src, ModelConfig::from_source(src), opt);
 }
 
@@ -167,19 +165,29 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
   }
 
   // The other decode paths (BackendOptions::decode_variant 0: RoPE and the KV write
-  // apart, one block per argmax row; 2: also the one-launch attention) alone, in the
-  // batch of five and chunked (row counts 1..5 on one argmax workspace): the same tokens
-  // as the default path (1) up to the margin rule.
-  for (const int32_t variant : {0, 2}) {
-    auto fused = open_cuda(*src_, 16, variant);
+  // apart, one block per argmax row; 2: also the one-launch attention) and the default
+  // path with the other programmatic-launch setting, alone, in the batch of five and
+  // chunked (row counts 1..5 on one argmax workspace): the same tokens as the default
+  // path up to the margin rule.
+  const bool pdl_default = BackendOptions{}.programmatic_launch;
+  const struct {
+    int32_t decode_variant;
+    bool pdl;
+  } others[] = {
+      {0, pdl_default}, {2, pdl_default}, {BackendOptions{}.decode_variant, !pdl_default}};
+  for (const auto& other : others) {
+    BackendOptions opt;
+    opt.decode_variant = other.decode_variant;
+    opt.programmatic_launch = other.pdl;
+    auto fused = open_cuda(*src_, 16, opt);
     Generator fused_gen(*fused);
     Generator fused_chunked_gen(*fused, 2);
     const auto fused_batched = fused_gen.generate(reqs);
     const auto fused_chunked = fused_chunked_gen.generate(reqs);
     for (size_t i = 0; i < reqs.size(); ++i) {
       const size_t n = decided_steps(golden_["prompts"][i], err);
-      const std::string what =
-          "prompt " + std::to_string(i) + ", decode variant " + std::to_string(variant);
+      const std::string what = "prompt " + std::to_string(i) + ", decode variant " +
+                               std::to_string(other.decode_variant) + (other.pdl ? " pdl" : "");
       EXPECT_EQ(head(fused_gen.generate({reqs[i]})[0].tokens, n), head(alone[i], n))
           << what << " alone";
       EXPECT_EQ(head(fused_batched[i].tokens, n), head(alone[i], n)) << what << " in a batch of 5";

@@ -45,6 +45,10 @@ struct BackendOptions {
   int32_t prefill_variant = 0;
   // cuda: warps per CTA of the prefill attention, 4 or 8 (0: the kernel's default).
   int32_t prefill_warps = 0;
+  // cuda: the step's own kernels launch with programmatic dependent launch
+  // (kernels/cuda/launch.cuh): each may be scheduled, and load its weights, while the
+  // kernel ahead of it finishes.
+  bool programmatic_launch = false;
 };
 
 // How forward_sample() chooses one row's token: sample_token's rules (worker/engine/

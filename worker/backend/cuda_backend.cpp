@@ -9,6 +9,7 @@
 #include "kernels/cuda/argmax.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace sy {
 namespace {
@@ -35,7 +36,8 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
       max_num_seqs_(std::max(options.max_num_seqs, 1)),
       small_kernel_variant_(options.small_kernel_variant),
       decode_variant_(options.decode_variant),
-      prefill_warps_(options.prefill_warps) {
+      prefill_warps_(options.prefill_warps),
+      programmatic_launch_(options.programmatic_launch) {
   if (decode_variant_ < 0 || decode_variant_ > 2 || options.prefill_variant < 0 ||
       options.prefill_variant > 1 ||
       (prefill_warps_ != 0 && prefill_warps_ != 4 && prefill_warps_ != 8))
@@ -246,6 +248,7 @@ void CudaBackend::prepare_step(const BatchPlan& plan, const Step& step) {
 
 void CudaBackend::run_step(const BatchPlan& plan, const Step& step, std::vector<float>* logits,
                            std::span<const RowSampling> rows, std::vector<int32_t>* ids) {
+  const cuda::ProgrammaticLaunch pdl(programmatic_launch_);
   const int64_t V = config_.vocab;
   const auto R = static_cast<int64_t>(plan.logits_rows.size());
   const auto* logits_dev = logits_.as<float>();

@@ -92,6 +92,7 @@ class CudaBackend : public Backend {
   int small_kernel_variant_;
   int decode_variant_;
   int prefill_warps_;
+  bool programmatic_launch_;
   cudaStream_t stream_ = nullptr;
   CudaModelWeights weights_;
   cuda::Linear linear_;

@@ -10,6 +10,7 @@
 #include "common/check.h"
 #include "kernels/cuda/delay.cuh"
 #include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "worker/backend/cuda_backend.h"
 
 namespace sy {
@@ -57,6 +58,7 @@ void CudaBackend::record_op(const char* name) {
 }
 
 StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
+  const cuda::ProgrammaticLaunch pdl(programmatic_launch_);
   StepProfile out;
   const std::string bad = plan.validate(block_size_, num_blocks_, config_.vocab);
   SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());

@@ -11,7 +11,8 @@
 // fused1launch (also the one-launch decode attention, decode_variant 2), gemmtune (cuda: prefill GEMMs time cuBLASLt's
 // candidates, prefill_variant 1), pwN (cuda: N warps per prefill attention CTA, 4 or 8),
 // pdl / nopdl (cuda: programmatic dependent launch on or off, BackendOptions::
-// programmatic_launch),
+// programmatic_launch; on by default), gemvbig (cuda: the GEMV for weights of any size,
+// gemv_max_weight_mib),
 // host (fp32 logits copied to the host and the argmax taken there; default: on the
 // device where the backend can). Arms with the same backend settings share one backend.
 // --profile adds, per batch and backend, where one decode step's time goes
@@ -128,6 +129,7 @@ int main(int argc, char** argv) {
       int32_t prefill_variant = 0;
       int32_t prefill_warps = 0;
       bool pdl = BackendOptions{}.programmatic_launch;
+      int32_t gemv_mib = BackendOptions{}.gemv_max_weight_mib;
       bool device_sampling = true;
       size_t backend = 0;
     };
@@ -148,6 +150,8 @@ int main(int argc, char** argv) {
           arm.decode_variant = 0;
         else if (part == "fused1launch")
           arm.decode_variant = 2;
+        else if (part == "gemvbig")
+          arm.gemv_mib = 1 << 20;
         else if (part == "pdl" || part == "nopdl")
           arm.pdl = part == "pdl";
         else if (part == "gemmtune")
@@ -158,7 +162,7 @@ int main(int argc, char** argv) {
           arm.gemv_rows = std::stoi(part.substr(4));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, host, default)");
+                                "' (gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemvbig, host, default)");
       }
       arms.push_back(arm);
     }
@@ -174,7 +178,7 @@ int main(int argc, char** argv) {
                               (arm.decode_variant == 0 ? "+unfused" : arm.decode_variant == 2 ? "+fused1launch" : "") +
                               (arm.prefill_variant ? "+gemmtune" : "") +
                               (arm.prefill_warps ? "+pw" + std::to_string(arm.prefill_warps) : "") +
-                              (arm.pdl ? "+pdl" : "");
+                              (arm.pdl ? "" : "+nopdl") + (arm.gemv_mib > 64 ? "+gemvbig" : "");
       const auto found = std::find(backend_labels.begin(), backend_labels.end(), key);
       arm.backend = static_cast<size_t>(found - backend_labels.begin());
       if (found != backend_labels.end()) continue;
@@ -190,6 +194,7 @@ int main(int argc, char** argv) {
       opt.prefill_variant = arm.prefill_variant;
       opt.prefill_warps = arm.prefill_warps;
       opt.programmatic_launch = arm.pdl;
+      opt.gemv_max_weight_mib = arm.gemv_mib;
       const auto t_load = std::chrono::steady_clock::now();
       backends.push_back(create_backend(a.get_or("device", "cpu"), *src, config, opt));
       backend_labels.push_back(key);

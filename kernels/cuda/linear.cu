@@ -2,6 +2,18 @@
 #include "kernels/cuda/q8_0_dequant.cuh"
 
 namespace sy::cuda {
+namespace {
+
+// The GEMV arguments' one output: y as fp32 or bf16.
+template <typename Args>
+void set_output(Args& a, GemmOut out, void* y) {
+  if (out == GemmOut::kF32)
+    a.y_f32 = static_cast<float*>(y);
+  else
+    a.y_bf16 = static_cast<__nv_bfloat16*>(y);
+}
+
+}  // namespace
 
 cudaError_t Linear::init(size_t max_q8_0_elements) {
   if (const cudaError_t e = gemm_.init(); e != cudaSuccess) return e;
@@ -13,7 +25,7 @@ cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m
                         GemmOut out, cudaStream_t stream) {
   if (m == 0) return cudaSuccess;
   if (!w.is_q8_0()) {
-    if (m <= gemv_max_rows_ && w.n * w.k * 2 <= kGemvMaxWeightBytes &&
+    if (m <= gemv_max_rows_ && w.n * w.k * 2 <= gemv_max_weight_bytes_ &&
         gemv_bf16_supports(w.bf16, w.n, w.k, x, static_cast<int>(m))) {
       GemvBf16Args a;
       a.w = w.bf16;
@@ -21,10 +33,7 @@ cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m
       a.k = w.k;
       a.x = x;
       a.m = static_cast<int>(m);
-      if (out == GemmOut::kF32)
-        a.y_f32 = static_cast<float*>(y);
-      else
-        a.y_bf16 = static_cast<__nv_bfloat16*>(y);
+      set_output(a, out, y);
       return gemv_bf16(a, stream);
     }
     return gemm_.matmul_nt(x, w.bf16, y, out, m, w.n, w.k, stream);
@@ -34,10 +43,7 @@ cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m
     a.w = w.q8_0;
     a.x = x;
     a.m = static_cast<int>(m);
-    if (out == GemmOut::kF32)
-      a.y_f32 = static_cast<float*>(y);
-    else
-      a.y_bf16 = static_cast<__nv_bfloat16*>(y);
+    set_output(a, out, y);
     return q8_0_gemv(a, stream);
   }
   if (static_cast<size_t>(w.n * w.k) * sizeof(__nv_bfloat16) > scratch_.bytes())

@@ -1,6 +1,6 @@
 // A model's linear layer on the GPU, whichever format its weight is kept in: bf16 goes
 // to the bf16 GEMV for up to gemv_max_rows() rows (small decode batches) when the weight
-// is at most kGemvMaxWeightBytes, otherwise to the cuBLASLt GEMM; Q8_0 goes to the Q8_0
+// is at most gemv_max_weight_bytes() (default kGemvMaxWeightBytes), otherwise to the cuBLASLt GEMM; Q8_0 goes to the Q8_0
 // GEMV for up to kQ8_0GemvMaxRows rows and is otherwise expanded to bf16 in a scratch
 // buffer and multiplied by cuBLASLt.
 #pragma once
@@ -45,12 +45,15 @@ class Linear {
   // it takes the shape; 0 sends every bf16 product to cuBLASLt.
   void set_gemv_max_rows(int rows) { gemv_max_rows_ = rows; }
   int gemv_max_rows() const { return gemv_max_rows_; }
+  // ... and whose weight has at most this many bytes.
+  void set_gemv_max_weight_bytes(int64_t bytes) { gemv_max_weight_bytes_ = bytes; }
 
   GemmBf16& gemm() { return gemm_; }
 
  private:
   GemmBf16 gemm_;
   int gemv_max_rows_ = 0;
+  int64_t gemv_max_weight_bytes_ = kGemvMaxWeightBytes;
   DeviceBuffer scratch_;  // bf16 expansion of one Q8_0 weight
 };
 

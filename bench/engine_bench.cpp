@@ -11,8 +11,8 @@
 // fused1launch (also the one-launch decode attention, decode_variant 2), gemmtune (cuda: prefill GEMMs time cuBLASLt's
 // candidates, prefill_variant 1), pwN (cuda: N warps per prefill attention CTA, 4 or 8),
 // pdl / nopdl (cuda: programmatic dependent launch on or off, BackendOptions::
-// programmatic_launch; on by default), gemvbig (cuda: the GEMV for weights of any size,
-// gemv_max_weight_mib),
+// programmatic_launch; on by default), gemv64mib (cuda: the GEMV only for weights up to
+// 64 MiB, cuBLASLt for larger ones; default: the GEMV for all, gemv_max_weight_mib),
 // host (fp32 logits copied to the host and the argmax taken there; default: on the
 // device where the backend can). Arms with the same backend settings share one backend.
 // --profile adds, per batch and backend, where one decode step's time goes
@@ -150,8 +150,8 @@ int main(int argc, char** argv) {
           arm.decode_variant = 0;
         else if (part == "fused1launch")
           arm.decode_variant = 2;
-        else if (part == "gemvbig")
-          arm.gemv_mib = 1 << 20;
+        else if (part == "gemv64mib")
+          arm.gemv_mib = 64;
         else if (part == "pdl" || part == "nopdl")
           arm.pdl = part == "pdl";
         else if (part == "gemmtune")
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
           arm.gemv_rows = std::stoi(part.substr(4));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemvbig, host, default)");
+                                "' (gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemv64mib, host, default)");
       }
       arms.push_back(arm);
     }
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
                               (arm.decode_variant == 0 ? "+unfused" : arm.decode_variant == 2 ? "+fused1launch" : "") +
                               (arm.prefill_variant ? "+gemmtune" : "") +
                               (arm.prefill_warps ? "+pw" + std::to_string(arm.prefill_warps) : "") +
-                              (arm.pdl ? "" : "+nopdl") + (arm.gemv_mib > 64 ? "+gemvbig" : "");
+                              (arm.pdl ? "" : "+nopdl") + (arm.gemv_mib == 64 ? "+gemv64mib" : "");
       const auto found = std::find(backend_labels.begin(), backend_labels.end(), key);
       arm.backend = static_cast<size_t>(found - backend_labels.begin());
       if (found != backend_labels.end()) continue;

@@ -1,6 +1,6 @@
 // A model's linear layer on the GPU, whichever format its weight is kept in: bf16 goes
 // to the bf16 GEMV for up to gemv_max_rows() rows (small decode batches) when the weight
-// is at most gemv_max_weight_bytes() (default kGemvMaxWeightBytes), otherwise to the cuBLASLt GEMM; Q8_0 goes to the Q8_0
+// is at most the set byte limit (none by default), otherwise to the cuBLASLt GEMM; Q8_0 goes to the Q8_0
 // GEMV for up to kQ8_0GemvMaxRows rows and is otherwise expanded to bf16 in a scratch
 // buffer and multiplied by cuBLASLt.
 #pragma once
@@ -26,11 +26,6 @@ struct LinearWeight {
   bool is_q8_0() const { return q8_0.quants != nullptr; }
 };
 
-// Measured on the H200 at one row (docs/PERFORMANCE.md, CUDA engine): the GEMV beats
-// cuBLASLt on Llama-3-8B's 32 and 48 MiB projections (a shorter ramp) and loses on the
-// 112 and 224 MiB ones, whose long streams cuBLASLt's tiles read faster.
-inline constexpr int64_t kGemvMaxWeightBytes = int64_t{64} << 20;
-
 class Linear {
  public:
   // max_q8_0_elements: the largest Q8_0 weight (n · k) that run() will expand; 0 when
@@ -45,7 +40,9 @@ class Linear {
   // it takes the shape; 0 sends every bf16 product to cuBLASLt.
   void set_gemv_max_rows(int rows) { gemv_max_rows_ = rows; }
   int gemv_max_rows() const { return gemv_max_rows_; }
-  // ... and whose weight has at most this many bytes.
+  // ... and whose weight has at most this many bytes. Measured on the H200 at one row
+  // (docs/PERFORMANCE.md): without programmatic launch the GEMV beat cuBLASLt on
+  // Llama-3-8B's 32 and 48 MiB projections only; with it, on every weight.
   void set_gemv_max_weight_bytes(int64_t bytes) { gemv_max_weight_bytes_ = bytes; }
 
   GemmBf16& gemm() { return gemm_; }
@@ -53,7 +50,7 @@ class Linear {
  private:
   GemmBf16 gemm_;
   int gemv_max_rows_ = 0;
-  int64_t gemv_max_weight_bytes_ = kGemvMaxWeightBytes;
+  int64_t gemv_max_weight_bytes_ = INT64_MAX;
   DeviceBuffer scratch_;  // bf16 expansion of one Q8_0 weight
 };
 

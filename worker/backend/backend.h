@@ -31,9 +31,8 @@ struct BackendOptions {
   // GEMV kernel (kernels/cuda/gemv_bf16.cuh) instead of cuBLASLt where the weight is
   // small enough (cuda::Linear); 0: cuBLASLt always.
   int32_t gemv_max_rows = 1;
-  // ... for weights of at most this many MiB (64: the 32 and 48 MiB projections of
-  // Llama-3-8B, not its 112 and 224 MiB ones; kernels/cuda/linear.cuh).
-  int32_t gemv_max_weight_mib = 64;
+  // ... for weights of at most this many MiB (default: all; kernels/cuda/linear.cuh).
+  int32_t gemv_max_weight_mib = INT32_MAX;
   // cuda, for benchmarks comparing variants: 1 runs the first RMSNorm and RoPE kernels
   // (a strided loop per thread, one block per row or token) instead of the default 0.
   int32_t small_kernel_variant = 0;

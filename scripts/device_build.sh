@@ -16,7 +16,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-carry=$root/.devcarry
+carry=${CARRY:-$root/.devcarry}
 build=$root/build-gpu
 deps=$build/deps
 [ $# -gt 0 ] || { echo "usage: $0 TARGET..." >&2; exit 2; }

@@ -30,21 +30,7 @@ mm=$!
 grep -E "PASSED|FAILED|rc |max \||greedy tokens" $OUT/tests.log; echo "tests $(since) s"
 wait $mm; cat $M/make-model.txt; echo "model $(since) s"
 if [ "${LIMITS:-0}" = 1 ]; then
-python3 - <<'PY' 2>&1
-import torch, time
-x = torch.empty(2**30, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
-for _ in range(3): y.copy_(x)
-torch.cuda.synchronize(); t = time.perf_counter(); n = 20
-for _ in range(n): y.copy_(x)
-torch.cuda.synchronize(); dt = (time.perf_counter() - t) / n
-print(f"copy bandwidth (read+write) {2 * x.numel() / dt / 1e9:.0f} GB/s")
-a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda"); b = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
-for _ in range(3): a @ b
-torch.cuda.synchronize(); t = time.perf_counter(); n = 20
-for _ in range(n): a @ b
-torch.cuda.synchronize(); dt = (time.perf_counter() - t) / n
-print(f"bf16 GEMM 8192^3 (cuBLAS via torch {torch.__version__}) {2 * 8192**3 / dt / 1e12:.0f} TFLOP/s")
-PY
+  python3 bench/gpu_limits.py 2>&1
 fi
 EB="$B/switchyard-engine-bench --model $M/l8.gguf --device cuda --json"
 # 8K prefill: default (cuBLASLt's heuristic, 4-warp attention CTAs), cuBLASLt candidates

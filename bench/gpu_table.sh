@@ -33,22 +33,7 @@ for m in $MODELS; do
     $B/switchyard-worker make-model ${ARCH[$m]} --tokenizer-from "$M/${TOK[$m]}-bf16.gguf" \
       --out "$M/$m.gguf" > "$OUT/make-$m.log" 2>&1; echo "make-model $m rc $?" ) &
 done
-python3 - > "$OUT/limits.txt" 2>&1 <<'PY'
-import torch, time
-x = torch.empty(2**30, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
-for _ in range(3): y.copy_(x)
-torch.cuda.synchronize(); t = time.perf_counter(); n = 20
-for _ in range(n): y.copy_(x)
-torch.cuda.synchronize(); dt = (time.perf_counter() - t) / n
-print(f"copy_gbps {2 * x.numel() / dt / 1e9:.0f}")
-a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda"); b = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
-for _ in range(3): a @ b
-torch.cuda.synchronize(); t = time.perf_counter(); n = 20
-for _ in range(n): a @ b
-torch.cuda.synchronize(); dt = (time.perf_counter() - t) / n
-print(f"gemm_tflops {2 * 8192**3 / dt / 1e12:.0f}")
-print(f"torch {torch.__version__}")
-PY
+python3 bench/gpu_limits.py > "$OUT/limits.txt" 2>&1
 cat "$OUT/limits.txt"; wait; echo "models and limits $(since) s"
 for m in $MODELS; do md5sum "$M/$m.gguf" | cut -c1-32 | sed "s/^/$m.gguf md5 /"; done | tee "$OUT/models.txt"
 

@@ -1,25 +1,15 @@
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/gemv_bf16.cuh"
+#include "kernels/cuda/gemv_common.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda {
 namespace {
 
-constexpr int kWarps = 4;
+using gemv::kWarps;
 // 16-byte loads of a weight row in flight per lane before the first is used.
 constexpr int kUnroll = 4;
 constexpr int kChunk = 8;  // bf16 values per 16-byte load
-
-template <typename Out>
-__device__ __forceinline__ void store(Out* p, float v);
-template <>
-__device__ __forceinline__ void store<float>(float* p, float v) {
-  *p = v;
-}
-template <>
-__device__ __forceinline__ void store<bf16>(bf16* p, float v) {
-  *p = __float2bfloat16(v);
-}
 
 // Weights are read once: skip L1 (it keeps the activations) and ask L2 for the next
 // 256 bytes as well.
@@ -96,33 +86,15 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int u = 0; u < kUnroll; ++u) fma_chunk<M>(wv[u], x, k, c + u * kStep, acc);
   }
   for (; c < k; c += kStep) fma_chunk<M>(load_streaming(w_row + c), x, k, c, acc);
-#pragma unroll
-  for (int m = 0; m < M; ++m) {
-    const float v = warp_sum(acc[m]);
-    if (lane == 0) store(y + m * n + row, v);
-  }
+  gemv::write_rows<M>(acc, y, n, row, lane);
 }
 
 template <typename Out>
 cudaError_t launch(const GemvBf16Args& a, Out* y, cudaStream_t stream) {
-  const auto blocks = static_cast<unsigned>(ceil_div(a.n, kWarps));
-  const dim3 threads(kWarps * 32);
-  switch (a.m) {
-#define SY_GEMV_CASE(M) \
-  case M:               \
-    return launch_kernel(gemv_bf16_kernel<M, Out>, blocks, threads, 0, stream, a.w, a.n, a.k, a.x, y);
-    SY_GEMV_CASE(1)
-    SY_GEMV_CASE(2)
-    SY_GEMV_CASE(3)
-    SY_GEMV_CASE(4)
-    SY_GEMV_CASE(5)
-    SY_GEMV_CASE(6)
-    SY_GEMV_CASE(7)
-    SY_GEMV_CASE(8)
-#undef SY_GEMV_CASE
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return gemv::dispatch_rows<kGemvBf16MaxRows>(a.m, [&](auto m) {
+    return launch_kernel(gemv_bf16_kernel<decltype(m)::value, Out>, gemv::blocks_for(a.n),
+                         kWarps * 32, 0, stream, a.w, a.n, a.k, a.x, y);
+  });
 }
 
 }  // namespace
@@ -134,7 +106,6 @@ bool gemv_bf16_supports(const bf16* w, int64_t n, int64_t k, const bf16* x, int 
 }
 
 cudaError_t gemv_bf16(const GemvBf16Args& a, cudaStream_t stream) {
-  static_assert(kGemvBf16MaxRows == 8, "the dispatch above covers 1..8 rows");
   if (!gemv_bf16_supports(a.w, a.n, a.k, a.x, a.m) || (a.y_f32 == nullptr) == (a.y_bf16 == nullptr))
     return cudaErrorInvalidValue;
   return a.y_f32 ? launch(a, a.y_f32, stream) : launch(a, a.y_bf16, stream);

@@ -1,22 +1,12 @@
 #include "kernels/cuda/cuda_utils.cuh"
+#include "kernels/cuda/gemv_common.cuh"
 #include "kernels/cuda/q8_0_gemv.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace sy::cuda {
 namespace {
 
-constexpr int kWarps = 4;
-
-template <typename Out>
-__device__ __forceinline__ void store(Out* p, float v);
-template <>
-__device__ __forceinline__ void store<float>(float* p, float v) {
-  *p = v;
-}
-template <>
-__device__ __forceinline__ void store<bf16>(bf16* p, float v) {
-  *p = __float2bfloat16(v);
-}
+using gemv::kWarps;
 
 // One warp per weight row; each lane reads 16 quants (16 bytes) per step, 512 per warp,
 // and the matching 16 activations of each of the M rows (L1/L2 hits after the first
@@ -60,40 +50,20 @@ __global__ void q8_0_gemv_kernel(const int8_t* __restrict__ quants,
       acc[m] += s * dot;
     }
   }
-#pragma unroll
-  for (int m = 0; m < M; ++m) {
-    const float v = warp_sum(acc[m]);
-    if (lane == 0) store(y + m * n + row, v);
-  }
+  gemv::write_rows<M>(acc, y, n, row, lane);
 }
 
 template <typename Out>
 cudaError_t launch(const Q8_0GemvArgs& a, Out* y, cudaStream_t stream) {
-  const unsigned blocks = static_cast<unsigned>(ceil_div(a.w.n, kWarps));
-  const dim3 threads(kWarps * 32);
-  switch (a.m) {
-#define SY_Q8_CASE(M)                                                                     \
-  case M:                                                                                 \
-    return launch_kernel(q8_0_gemv_kernel<M, Out>, blocks, threads, 0, stream, a.w.quants, \
-                         a.w.scales, a.w.n, a.w.k, a.x, y);
-    SY_Q8_CASE(1)
-    SY_Q8_CASE(2)
-    SY_Q8_CASE(3)
-    SY_Q8_CASE(4)
-    SY_Q8_CASE(5)
-    SY_Q8_CASE(6)
-    SY_Q8_CASE(7)
-    SY_Q8_CASE(8)
-#undef SY_Q8_CASE
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return gemv::dispatch_rows<kQ8_0GemvMaxRows>(a.m, [&](auto m) {
+    return launch_kernel(q8_0_gemv_kernel<decltype(m)::value, Out>, gemv::blocks_for(a.w.n),
+                         kWarps * 32, 0, stream, a.w.quants, a.w.scales, a.w.n, a.w.k, a.x, y);
+  });
 }
 
 }  // namespace
 
 cudaError_t q8_0_gemv(const Q8_0GemvArgs& a, cudaStream_t stream) {
-  static_assert(kQ8_0GemvMaxRows == 8, "the dispatch above covers 1..8 rows");
   if (!a.w.quants || !a.w.scales || !a.x || a.w.n <= 0 || a.w.k <= 0 || a.w.k % kQ8_0Block != 0 ||
       a.m < 1 || a.m > kQ8_0GemvMaxRows || (a.y_f32 == nullptr) == (a.y_bf16 == nullptr) ||
       ceil_div(a.w.n, kWarps) > INT32_MAX)

@@ -22,6 +22,25 @@ struct Shape {
   int64_t m, n, k;
 };
 
+std::vector<float> rounded_to_bf16(std::vector<float> v) {
+  for (auto& x : v) x = round_bf16(x);
+  return v;
+}
+
+// Random bf16 x [m, k] and w [n, k] (as floats), sgemm's x · wᵀ, and both on the device.
+struct Bf16Problem {
+  Bf16Problem(std::mt19937_64& rng, const Shape& s)
+      : x(rounded_to_bf16(normal_floats(rng, s.m * s.k))),
+        w(rounded_to_bf16(normal_floats(rng, s.n * s.k, 0.05f))),
+        want(s.m * s.n),
+        d_x(to_bf16(x)),
+        d_w(to_bf16(w)) {
+    cpu::matmul_nt(x.data(), w.data(), want.data(), s.m, s.n, s.k);
+  }
+  std::vector<float> x, w, want;
+  DeviceArray<uint16_t> d_x, d_w;
+};
+
 TEST(CudaGemmBf16, MatchesSgemmOnBf16Inputs) {
   SY_SKIP_WITHOUT_CUDA();
   auto rng = fresh_rng();
@@ -30,22 +49,18 @@ TEST(CudaGemmBf16, MatchesSgemmOnBf16Inputs) {
   for (const Shape s :
        {Shape{1, 4096, 4096}, Shape{1, 151680, 32}, Shape{3, 1000, 64}, Shape{17, 333, 96},
         Shape{64, 1024, 512}, Shape{200, 768, 1024}, Shape{5, 77, 37}, Shape{1, 7, 3}}) {
-    std::vector<float> x = normal_floats(rng, s.m * s.k), w = normal_floats(rng, s.n * s.k, 0.05f);
-    for (auto& v : x) v = round_bf16(v);
-    for (auto& v : w) v = round_bf16(v);
-    std::vector<float> want(s.m * s.n);
-    cpu::matmul_nt(x.data(), w.data(), want.data(), s.m, s.n, s.k);
-    DeviceArray<uint16_t> d_x(to_bf16(x)), d_w(to_bf16(w)), d_y16(s.m * s.n);
+    const Bf16Problem p(rng, s);
+    DeviceArray<uint16_t> d_y16(s.m * s.n);
     DeviceArray<float> d_y32(s.m * s.n);
     d_y16.poison();
     d_y32.poison();
-    SY_CUDA_OK(gemm.matmul_nt(d_x.as<bf16>(), d_w.as<bf16>(), d_y32.get(), cuda::GemmOut::kF32, s.m,
-                              s.n, s.k, nullptr));
-    SY_CUDA_OK(gemm.matmul_nt(d_x.as<bf16>(), d_w.as<bf16>(), d_y16.get(), cuda::GemmOut::kBF16,
+    SY_CUDA_OK(gemm.matmul_nt(p.d_x.as<bf16>(), p.d_w.as<bf16>(), d_y32.get(), cuda::GemmOut::kF32,
                               s.m, s.n, s.k, nullptr));
-    EXPECT_LT(relative_error(d_y32.download(), want), kF32Tolerance)
+    SY_CUDA_OK(gemm.matmul_nt(p.d_x.as<bf16>(), p.d_w.as<bf16>(), d_y16.get(), cuda::GemmOut::kBF16,
+                              s.m, s.n, s.k, nullptr));
+    EXPECT_LT(relative_error(d_y32.download(), p.want), kF32Tolerance)
         << s.m << "x" << s.n << "x" << s.k;
-    EXPECT_LT(relative_error(from_bf16(d_y16.download()), want), kBf16Rounding)
+    EXPECT_LT(relative_error(from_bf16(d_y16.download()), p.want), kBf16Rounding)
         << s.m << "x" << s.n << "x" << s.k;
   }
   // The same shape again reuses its cached plan.
@@ -59,8 +74,6 @@ TEST(CudaGemmBf16, MatchesSgemmOnBf16Inputs) {
   EXPECT_EQ(gemm.cached_plans(), plans + 1);
 }
 
-// The small-batch GEMV directly and through Linear (which routes up to gemv_max_rows
-// rows to it and falls back to cuBLASLt for shapes it does not take).
 // Products of autotune_min_rows or more rows choose their algorithm by timing cuBLASLt's
 // candidates on the call's operands; whichever wins, the product must be the same.
 TEST(CudaGemmBf16, AutotunedAlgorithmsMatchSgemm) {
@@ -71,29 +84,27 @@ TEST(CudaGemmBf16, AutotunedAlgorithmsMatchSgemm) {
   gemm.set_autotune_min_rows(64);
   for (const Shape s : {Shape{64, 1024, 512}, Shape{300, 768, 1024}, Shape{1024, 1536, 256},
                         Shape{129, 77, 96}, Shape{8, 512, 512}}) {
-    std::vector<float> x = normal_floats(rng, s.m * s.k), w = normal_floats(rng, s.n * s.k, 0.05f);
-    for (auto& v : x) v = round_bf16(v);
-    for (auto& v : w) v = round_bf16(v);
-    std::vector<float> want(s.m * s.n);
-    cpu::matmul_nt(x.data(), w.data(), want.data(), s.m, s.n, s.k);
-    DeviceArray<uint16_t> d_x(to_bf16(x)), d_w(to_bf16(w)), d_y16(s.m * s.n);
+    const Bf16Problem p(rng, s);
+    DeviceArray<uint16_t> d_y16(s.m * s.n);
     DeviceArray<float> d_y32(s.m * s.n);
     for (int call = 0; call < 2; ++call) {  // the tuning call, then the cached plan
       d_y16.poison();
       d_y32.poison();
-      SY_CUDA_OK(gemm.matmul_nt(d_x.as<bf16>(), d_w.as<bf16>(), d_y32.get(), cuda::GemmOut::kF32,
-                                s.m, s.n, s.k, nullptr));
-      SY_CUDA_OK(gemm.matmul_nt(d_x.as<bf16>(), d_w.as<bf16>(), d_y16.get(), cuda::GemmOut::kBF16,
-                                s.m, s.n, s.k, nullptr));
+      SY_CUDA_OK(gemm.matmul_nt(p.d_x.as<bf16>(), p.d_w.as<bf16>(), d_y32.get(),
+                                cuda::GemmOut::kF32, s.m, s.n, s.k, nullptr));
+      SY_CUDA_OK(gemm.matmul_nt(p.d_x.as<bf16>(), p.d_w.as<bf16>(), d_y16.get(),
+                                cuda::GemmOut::kBF16, s.m, s.n, s.k, nullptr));
       const std::vector<float> y32 = d_y32.download(), y16 = from_bf16(d_y16.download());
       for (size_t i = 0; i < y32.size(); ++i)
         ASSERT_TRUE(std::isfinite(y32[i]) && std::isfinite(y16[i])) << "element " << i;
-      EXPECT_LT(relative_error(y32, want), kF32Tolerance) << s.m << "x" << s.n << "x" << s.k;
-      EXPECT_LT(relative_error(y16, want), kBf16Rounding) << s.m << "x" << s.n << "x" << s.k;
+      EXPECT_LT(relative_error(y32, p.want), kF32Tolerance) << s.m << "x" << s.n << "x" << s.k;
+      EXPECT_LT(relative_error(y16, p.want), kBf16Rounding) << s.m << "x" << s.n << "x" << s.k;
     }
   }
 }
 
+// The small-batch GEMV directly and through Linear (which routes up to gemv_max_rows
+// rows to it and falls back to cuBLASLt for shapes it does not take).
 TEST(CudaGemvBf16, MatchesSgemmOnBf16Inputs) {
   SY_SKIP_WITHOUT_CUDA();
   auto rng = fresh_rng();
@@ -105,14 +116,10 @@ TEST(CudaGemvBf16, MatchesSgemmOnBf16Inputs) {
   for (const Shape s : {Shape{1, 4096, 4096}, Shape{2, 1000, 4096 + 24}, Shape{3, 333, 14336},
                         Shape{4, 6144, 1024}, Shape{5, 77, 40}, Shape{6, 9, 8}, Shape{7, 130, 512},
                         Shape{8, 1024, 2048}, Shape{1, 32000, 256}, Shape{2, 50, 37}}) {
-    std::vector<float> x = normal_floats(rng, s.m * s.k), w = normal_floats(rng, s.n * s.k, 0.05f);
-    for (auto& v : x) v = round_bf16(v);
-    for (auto& v : w) v = round_bf16(v);
-    std::vector<float> want(s.m * s.n);
-    cpu::matmul_nt(x.data(), w.data(), want.data(), s.m, s.n, s.k);
-    DeviceArray<uint16_t> d_x(to_bf16(x)), d_w(to_bf16(w)), d_y16(s.m * s.n);
+    const Bf16Problem p(rng, s);
+    DeviceArray<uint16_t> d_y16(s.m * s.n);
     DeviceArray<float> d_y32(s.m * s.n), d_lin(s.m * s.n);
-    const bool takes = cuda::gemv_bf16_supports(d_w.as<bf16>(), s.n, s.k, d_x.as<bf16>(),
+    const bool takes = cuda::gemv_bf16_supports(p.d_w.as<bf16>(), s.n, s.k, p.d_x.as<bf16>(),
                                                 static_cast<int>(s.m));
     EXPECT_EQ(takes, s.k % 8 == 0) << s.m << "x" << s.n << "x" << s.k;
     d_y16.poison();
@@ -121,25 +128,25 @@ TEST(CudaGemvBf16, MatchesSgemmOnBf16Inputs) {
     cuda::LinearWeight lw;
     lw.n = s.n;
     lw.k = s.k;
-    lw.bf16 = d_w.as<bf16>();
-    SY_CUDA_OK(linear.run(lw, d_x.as<bf16>(), s.m, d_lin.get(), cuda::GemmOut::kF32, nullptr));
-    EXPECT_LT(relative_error(d_lin.download(), want), kF32Tolerance)
+    lw.bf16 = p.d_w.as<bf16>();
+    SY_CUDA_OK(linear.run(lw, p.d_x.as<bf16>(), s.m, d_lin.get(), cuda::GemmOut::kF32, nullptr));
+    EXPECT_LT(relative_error(d_lin.download(), p.want), kF32Tolerance)
         << "Linear " << s.m << "x" << s.n << "x" << s.k;
     if (!takes) continue;
     cuda::GemvBf16Args a;
-    a.w = d_w.as<bf16>();
+    a.w = p.d_w.as<bf16>();
     a.n = s.n;
     a.k = s.k;
-    a.x = d_x.as<bf16>();
+    a.x = p.d_x.as<bf16>();
     a.m = static_cast<int>(s.m);
     a.y_f32 = d_y32.get();
     SY_CUDA_OK(cuda::gemv_bf16(a, nullptr));
     a.y_f32 = nullptr;
     a.y_bf16 = d_y16.as<bf16>();
     SY_CUDA_OK(cuda::gemv_bf16(a, nullptr));
-    EXPECT_LT(relative_error(d_y32.download(), want), kF32Tolerance)
+    EXPECT_LT(relative_error(d_y32.download(), p.want), kF32Tolerance)
         << s.m << "x" << s.n << "x" << s.k;
-    EXPECT_LT(relative_error(from_bf16(d_y16.download()), want), kBf16Rounding)
+    EXPECT_LT(relative_error(from_bf16(d_y16.download()), p.want), kBf16Rounding)
         << s.m << "x" << s.n << "x" << s.k;
   }
 }
@@ -203,8 +210,7 @@ TEST(CudaQ8_0, GemvAndDequantizedGemmMatchSgemm) {
   w.k = k;
   w.q8_0 = {d_q.get(), d_s.as<__half>(), n, k};
   for (int64_t m : {1, 2, 5, 8, 9, 40}) {
-    std::vector<float> x = normal_floats(rng, m * k);
-    for (auto& v : x) v = round_bf16(v);
+    const std::vector<float> x = rounded_to_bf16(normal_floats(rng, m * k));
     std::vector<float> want(m * n);
     cpu::matmul_nt(x.data(), q.dequantized.data(), want.data(), m, n, k);
     DeviceArray<uint16_t> d_x(to_bf16(x)), d_y16(m * n);

@@ -15,7 +15,7 @@
 
 #include <cmath>
 
-#include "fixture_util.h"
+#include "fixture_model_test.h"
 #include "kernels/cuda_test_util.h"
 #include "worker/backend/backend.h"
 #include "worker/backend/cuda_backend.h"
@@ -84,23 +84,13 @@ double rms_tolerance(const FixtureModel& m) {
   return m.same_weights ? 0.01 : 0.03;
 }
 
-class CudaFixture : public ::testing::TestWithParam<FixtureModel> {
+class CudaFixture : public testing::FixtureModelTest {
  protected:
   void SetUp() override {
     SY_SKIP_WITHOUT_CUDA();
-    src_ = ModelSource::open(testing::fixture_path(GetParam().path));
-    golden_ = testing::load_golden(GetParam().fixture);
+    FixtureModelTest::SetUp();
   }
-  std::unique_ptr<ModelSource> src_;
-  nlohmann::json golden_;
 };
-
-std::string param_name(const ::testing::TestParamInfo<FixtureModel>& info) {
-  std::string n = info.param.path;
-  for (char& ch : n)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
-}
 
 TEST_P(CudaFixture, LogitsWithinBf16ToleranceOfGolden) {
   auto backend = open_cuda(*src_, 16);
@@ -224,20 +214,7 @@ TEST_P(CudaFixture, ForwardSampleChoosesWhatTheHostSamplerChooses) {
     }
     return rows;
   };
-  auto host_choice = [&](const std::vector<float>& logits, const std::vector<RowSampling>& rows) {
-    std::vector<int32_t> ids;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      SamplingParams p;
-      p.temperature = rows[i].temperature;
-      p.top_k = rows[i].top_k;
-      p.top_p = rows[i].top_p;
-      p.min_p = rows[i].min_p;
-      ids.push_back(
-          sample_token_with_draw({logits.data() + i * vocab, vocab}, p, rows[i].uniform, {}, {})
-              .id);
-    }
-    return ids;
-  };
+
 
   BatchPlan prefill;
   for (size_t i = 0; i < prompts.size(); ++i)
@@ -247,7 +224,7 @@ TEST_P(CudaFixture, ForwardSampleChoosesWhatTheHostSamplerChooses) {
   const std::vector<RowSampling> prefill_rows = rows_for(prompts.size());
   std::vector<int32_t> ids;
   backend->forward_sample(prefill, prefill_rows, ids);
-  EXPECT_EQ(ids, host_choice(logits, prefill_rows)) << "prefill, eager";
+  EXPECT_EQ(ids, testing::host_sample_rows(logits, vocab, prefill_rows)) << "prefill, eager";
 
   // Decode: every sequence's next token, sequence 1 without logits.
   BatchPlan decode;
@@ -257,7 +234,7 @@ TEST_P(CudaFixture, ForwardSampleChoosesWhatTheHostSamplerChooses) {
   backend->forward(decode, logits);
   const std::vector<RowSampling> decode_rows = rows_for(decode.logits_rows.size());
   backend->forward_sample(decode, decode_rows, ids);
-  EXPECT_EQ(ids, host_choice(logits, decode_rows)) << "decode, graph";
+  EXPECT_EQ(ids, testing::host_sample_rows(logits, vocab, decode_rows)) << "decode, graph";
   EXPECT_GE(dynamic_cast<CudaBackend&>(*backend).graphs_captured(), 1u);
 }
 
@@ -282,9 +259,9 @@ TEST(CudaBackendDevice, BadNamesAndMissingDevicesAreErrors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(testing::all_fixture_models()),
-                         param_name);
+                         testing::fixture_param_name);
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaSameWeightsFixture,
-                         ::testing::ValuesIn(testing::same_weight_fixture_models()), param_name);
+                         ::testing::ValuesIn(testing::same_weight_fixture_models()), testing::fixture_param_name);
 
 }  // namespace
 }  // namespace sy

@@ -9,6 +9,7 @@
 
 #include "common/tokenizer/tokenizer.h"
 #include "engine_test_util.h"
+#include "fixture_model_test.h"
 #include "policy/block_hash.h"
 #include "worker/engine/engine.h"
 #include "worker/engine/sampler.h"
@@ -277,16 +278,7 @@ class DeviceSamplingCpu : public Backend {
     ++sample_steps;
     std::vector<float> logits;
     inner_->forward(plan, logits);
-    const auto vocab = static_cast<size_t>(config().vocab);
-    ids.clear();
-    for (size_t i = 0; i < rows.size(); ++i) {
-      SamplingParams p;
-      p.temperature = rows[i].temperature;
-      p.top_k = rows[i].top_k;
-      p.top_p = rows[i].top_p;
-      p.min_p = rows[i].min_p;
-      ids.push_back(sample_token_with_draw({logits.data() + i * vocab, vocab}, p, rows[i].uniform, {}, {}).id);
-    }
+    ids = testing::host_sample_rows(logits, static_cast<size_t>(config().vocab), rows);
   }
   std::atomic<int> forward_steps{0}, sample_steps{0};
 

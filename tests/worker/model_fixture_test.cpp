@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "fixture_util.h"
+#include "fixture_model_test.h"
 #include "worker/backend/backend.h"
 #include "worker/engine/generator.h"
 
@@ -59,22 +59,7 @@ Diff compare_logits(Backend& backend, const nlohmann::json& golden, float top20_
   return worst;
 }
 
-class ModelFixture : public ::testing::TestWithParam<FixtureModel> {
- protected:
-  void SetUp() override {
-    src_ = ModelSource::open(testing::fixture_path(GetParam().path));
-    golden_ = testing::load_golden(GetParam().fixture);
-  }
-  std::unique_ptr<ModelSource> src_;
-  nlohmann::json golden_;
-};
-
-std::string param_name(const ::testing::TestParamInfo<FixtureModel>& info) {
-  std::string n = info.param.path;
-  for (char& ch : n)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
-}
+class ModelFixture : public testing::FixtureModelTest {};
 
 TEST_P(ModelFixture, LogitsMatchGolden) {
   auto backend = open_backend(*src_, false);
@@ -121,8 +106,8 @@ TEST_P(SameWeightsFixture, GreedyMatchesGoldenAloneBatchedAndChunked) {
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(c[i].tokens, alone[i]) << "prompt " << i << " chunked";
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ModelFixture, ::testing::ValuesIn(testing::all_fixture_models()), param_name);
-INSTANTIATE_TEST_SUITE_P(Fixtures, SameWeightsFixture, ::testing::ValuesIn(testing::same_weight_fixture_models()), param_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, ModelFixture, ::testing::ValuesIn(testing::all_fixture_models()), testing::fixture_param_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, SameWeightsFixture, ::testing::ValuesIn(testing::same_weight_fixture_models()), testing::fixture_param_name);
 
 }  // namespace
 }  // namespace sy

@@ -25,7 +25,7 @@ nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,driver_version --format=c
 source build-gpu/env.sh
 
 # The models (make-model is deterministic: the same file for the same arguments), both
-# written at once while the limits are measured.
+# written at once while the limits are measured; llama.cpp below reads the same files.
 declare -A ARCH=([l8]="--arch llama --preset llama3-8b" [q8]="--arch qwen3 --preset qwen3-8b")
 declare -A TOK=([l8]=llama3-tiny [q8]=qwen2-tiny)
 for m in $MODELS; do
@@ -35,7 +35,7 @@ for m in $MODELS; do
 done
 python3 bench/gpu_limits.py > "$OUT/limits.txt" 2>&1
 cat "$OUT/limits.txt"; wait; echo "models and limits $(since) s"
-for m in $MODELS; do md5sum "$M/$m.gguf" | cut -c1-32 | sed "s/^/$m.gguf md5 /"; done | tee "$OUT/models.txt"
+ls -l $(for m in $MODELS; do echo "$M/$m.gguf"; done) | tee "$OUT/models.txt"
 
 for m in $MODELS; do
   EB="$B/switchyard-engine-bench --model $M/$m.gguf --device cuda --json"

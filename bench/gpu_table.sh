@@ -42,7 +42,8 @@ for m in $MODELS; do
   timeout 90 $EB --prompt-tokens 1024 --decode-tokens 64 --batch 1,8,32,64 --repeat 3 > "$OUT/$m-1k.json" 2> "$OUT/$m-1k.log"
   echo "$m 1k rc $? at $(since) s"
   for p in 8192 32768; do
-    timeout 60 $EB --prompt-tokens $p --decode-tokens 32 --batch 1 --repeat 3 > "$OUT/$m-$p.json" 2> "$OUT/$m-$p.log"
+    # --profile: where a decode step's time goes at this context (batch 1)
+    timeout 60 $EB --prompt-tokens $p --decode-tokens 32 --batch 1 --repeat 3 --profile > "$OUT/$m-$p.json" 2> "$OUT/$m-$p.log"
     echo "$m $p rc $? at $(since) s"
   done
 done

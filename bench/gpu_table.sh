@@ -56,7 +56,7 @@ if [ -n "${LLAMA_CPP:-}" ]; then
     echo "$m llama.cpp prefill rc $? at $(since) s"
     timeout 90 $LB -p 0 -n 64 -d 1024,32768 > "$OUT/$m-llama-decode.json" 2>> "$OUT/$m-llama.log"
     echo "$m llama.cpp decode rc $? at $(since) s"
-    timeout 120 "$LLAMA_CPP/llama-batched-bench" -m "$M/$m.gguf" -ngl 99 -fa on -kvu -c 73728 -npp 1024 -ntg 64 \
+    timeout 120 "$LLAMA_CPP/llama-batched-bench" -m "$M/$m.gguf" -ngl 99 -fa on -c 73728 -npp 1024 -ntg 64 \
       -npl 1,8,32,64 --output-format jsonl > "$OUT/$m-llama-batched.jsonl" 2>> "$OUT/$m-llama.log"
     echo "$m llama.cpp batched rc $? at $(since) s"
   done

@@ -1,8 +1,8 @@
 // A model's linear layer on the GPU, whichever format its weight is kept in: bf16 goes
 // to the bf16 GEMV for up to gemv_max_rows() rows (small decode batches) when the weight
-// is at most the set byte limit (none by default), otherwise to the cuBLASLt GEMM; Q8_0 goes to the Q8_0
-// GEMV for up to kQ8_0GemvMaxRows rows and is otherwise expanded to bf16 in a scratch
-// buffer and multiplied by cuBLASLt.
+// is at most the set byte limit (none by default), otherwise to the cuBLASLt GEMM; Q8_0
+// goes to the Q8_0 GEMV for up to kQ8_0GemvMaxRows rows and is otherwise expanded to
+// bf16 in a scratch buffer and multiplied by cuBLASLt.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -13,6 +13,7 @@
 // pdl / nopdl (cuda: programmatic dependent launch on or off, BackendOptions::
 // programmatic_launch; on by default), gemv64mib (cuda: the GEMV only for weights up to
 // 64 MiB, cuBLASLt for larger ones; default: the GEMV for all, gemv_max_weight_mib),
+// gated (cuda: SiLU·up inside the one-row gate/up GEMV, BackendOptions::gated_gemv),
 // host (fp32 logits copied to the host and the argmax taken there; default: on the
 // device where the backend can). Arms with the same backend settings share one backend.
 // --profile adds, per batch and backend, where one decode step's time goes
@@ -130,6 +131,7 @@ int main(int argc, char** argv) {
       int32_t prefill_warps = 0;
       bool pdl = BackendOptions{}.programmatic_launch;
       int32_t gemv_mib = BackendOptions{}.gemv_max_weight_mib;
+      bool gated = BackendOptions{}.gated_gemv;
       bool device_sampling = true;
       size_t backend = 0;
     };
@@ -150,6 +152,8 @@ int main(int argc, char** argv) {
           arm.decode_variant = 0;
         else if (part == "fused1launch")
           arm.decode_variant = 2;
+        else if (part == "gated")
+          arm.gated = true;
         else if (part == "gemv64mib")
           arm.gemv_mib = 64;
         else if (part == "pdl" || part == "nopdl")
@@ -162,7 +166,7 @@ int main(int argc, char** argv) {
           arm.gemv_rows = std::stoi(part.substr(4));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemv64mib, host, default)");
+                                "' (gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemv64mib, gated, host, default)");
       }
       arms.push_back(arm);
     }
@@ -178,7 +182,7 @@ int main(int argc, char** argv) {
                               (arm.decode_variant == 0 ? "+unfused" : arm.decode_variant == 2 ? "+fused1launch" : "") +
                               (arm.prefill_variant ? "+gemmtune" : "") +
                               (arm.prefill_warps ? "+pw" + std::to_string(arm.prefill_warps) : "") +
-                              (arm.pdl ? "" : "+nopdl") + (arm.gemv_mib == 64 ? "+gemv64mib" : "");
+                              (arm.pdl ? "" : "+nopdl") + (arm.gemv_mib == 64 ? "+gemv64mib" : "") + (arm.gated ? "+gated" : "");
       const auto found = std::find(backend_labels.begin(), backend_labels.end(), key);
       arm.backend = static_cast<size_t>(found - backend_labels.begin());
       if (found != backend_labels.end()) continue;
@@ -195,6 +199,7 @@ int main(int argc, char** argv) {
       opt.prefill_warps = arm.prefill_warps;
       opt.programmatic_launch = arm.pdl;
       opt.gemv_max_weight_mib = arm.gemv_mib;
+      opt.gated_gemv = arm.gated;
       const auto t_load = std::chrono::steady_clock::now();
       backends.push_back(create_backend(a.get_or("device", "cpu"), *src, config, opt));
       backend_labels.push_back(key);

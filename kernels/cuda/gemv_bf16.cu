@@ -2,6 +2,7 @@
 #include "kernels/cuda/gemv_bf16.cuh"
 #include "kernels/cuda/gemv_common.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/silu_mul.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -48,31 +49,16 @@ __device__ __forceinline__ void fma_chunk(const uint4& w, const bf16* __restrict
   }
 }
 
-// One warp per weight row. Lane j reads chunks j, j + 32, ... of the row (8 values
-// each), kUnroll of them issued before any is used; the tail (k not a multiple of
-// 32 · 8 · kUnroll) runs one chunk at a time. The first kUnroll loads are issued before
-// pdl_wait(): under programmatic launch they overlap the kernel ahead (which writes x).
-template <int M, typename Out>
-__global__ void __launch_bounds__(kWarps * 32)
-    gemv_bf16_kernel(const bf16* __restrict__ w, int64_t n, int64_t k, const bf16* __restrict__ x,
-                     Out* __restrict__ y) {
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
-  if (row >= n) return;
-  const int lane = threadIdx.x & 31;
-  const bf16* w_row = w + row * k;
-  float acc[M];
-#pragma unroll
-  for (int m = 0; m < M; ++m) acc[m] = 0;
-  constexpr int64_t kStep = 32 * kChunk;  // values a warp covers per load
+// acc[m] += w_row · x[m] for lane `lane` of a warp: chunks lane, lane + 32, ... (8 values
+// each), kUnroll of them issued before any is used, the first kUnroll already in `first`
+// when `peel`; the tail (k not a multiple of 32 · 8 · kUnroll) one chunk at a time.
+constexpr int64_t kStep = 32 * kChunk;  // values a warp covers per load
+
+template <int M>
+__device__ __forceinline__ void row_dot(const bf16* __restrict__ w_row, int64_t k,
+                                        const bf16* __restrict__ x, int lane,
+                                        const uint4 (&first)[kUnroll], bool peel, float (&acc)[M]) {
   int64_t c = static_cast<int64_t>(lane) * kChunk;
-  uint4 first[kUnroll];
-  const bool peel = c + (kUnroll - 1) * kStep < k;
-  if (peel) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) first[u] = load_streaming(w_row + c + u * kStep);
-  }
-  pdl_wait();
-  pdl_release();
   if (peel) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) fma_chunk<M>(first[u], x, k, c + u * kStep, acc);
@@ -86,13 +72,54 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int u = 0; u < kUnroll; ++u) fma_chunk<M>(wv[u], x, k, c + u * kStep, acc);
   }
   for (; c < k; c += kStep) fma_chunk<M>(load_streaming(w_row + c), x, k, c, acc);
-  gemv::write_rows<M>(acc, y, n, row, lane);
 }
 
-template <typename Out>
+// One warp per output row: weight row `row` (and, gated, its up row n + row). The first
+// kUnroll loads of each are issued before pdl_wait(): under programmatic launch they
+// overlap the kernel ahead (which writes x).
+template <int M, typename Out, bool kGated>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_bf16_kernel(const bf16* __restrict__ w, int64_t n, int64_t k, const bf16* __restrict__ x,
+                     Out* __restrict__ y) {
+  constexpr int R = kGated ? 2 : 1;  // weight rows per warp
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  if (row >= n) return;
+  const int lane = threadIdx.x & 31;
+  const int64_t c0 = static_cast<int64_t>(lane) * kChunk;
+  const bool peel = c0 + (kUnroll - 1) * kStep < k;
+  uint4 first[R][kUnroll];
+  if (peel) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        first[r][u] = load_streaming(w + (row + r * n) * k + c0 + u * kStep);
+  }
+  pdl_wait();
+  pdl_release();
+  float acc[R][M];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int m = 0; m < M; ++m) acc[r][m] = 0;
+    row_dot<M>(w + (row + r * n) * k, k, x, lane, first[r], peel, acc[r]);
+  }
+  if constexpr (kGated) {
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      const float g = __bfloat162float(__float2bfloat16(warp_sum(acc[0][m])));
+      const float u = __bfloat162float(__float2bfloat16(warp_sum(acc[1][m])));
+      if (lane == 0) y[m * n + row] = __float2bfloat16(silu_times(g, u));
+    }
+  } else {
+    gemv::write_rows<M>(acc[0], y, n, row, lane);
+  }
+}
+
+template <typename Out, bool kGated>
 cudaError_t launch(const GemvBf16Args& a, Out* y, cudaStream_t stream) {
   return gemv::dispatch_rows<kGemvBf16MaxRows>(a.m, [&](auto m) {
-    return launch_kernel(gemv_bf16_kernel<decltype(m)::value, Out>, gemv::blocks_for(a.n),
+    return launch_kernel(gemv_bf16_kernel<decltype(m)::value, Out, kGated>, gemv::blocks_for(a.n),
                          kWarps * 32, 0, stream, a.w, a.n, a.k, a.x, y);
   });
 }
@@ -108,7 +135,9 @@ bool gemv_bf16_supports(const bf16* w, int64_t n, int64_t k, const bf16* x, int 
 cudaError_t gemv_bf16(const GemvBf16Args& a, cudaStream_t stream) {
   if (!gemv_bf16_supports(a.w, a.n, a.k, a.x, a.m) || (a.y_f32 == nullptr) == (a.y_bf16 == nullptr))
     return cudaErrorInvalidValue;
-  return a.y_f32 ? launch(a, a.y_f32, stream) : launch(a, a.y_bf16, stream);
+  if (a.gated) return a.y_bf16 ? launch<bf16, true>(a, a.y_bf16, stream) : cudaErrorInvalidValue;
+  return a.y_f32 ? launch<float, false>(a, a.y_f32, stream)
+                 : launch<bf16, false>(a, a.y_bf16, stream);
 }
 
 }  // namespace sy::cuda

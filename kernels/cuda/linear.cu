@@ -1,5 +1,6 @@
 #include "kernels/cuda/linear.cuh"
 #include "kernels/cuda/q8_0_dequant.cuh"
+#include "kernels/cuda/silu_mul.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -15,6 +16,11 @@ void set_output(Args& a, GemmOut out, void* y) {
 
 }  // namespace
 
+bool Linear::takes_gemv(const LinearWeight& w, const __nv_bfloat16* x, int64_t m) const {
+  return !w.is_q8_0() && m <= gemv_max_rows_ && w.n * w.k * 2 <= gemv_max_weight_bytes_ &&
+         gemv_bf16_supports(w.bf16, w.n, w.k, x, static_cast<int>(m));
+}
+
 cudaError_t Linear::init(size_t max_q8_0_elements) {
   if (const cudaError_t e = gemm_.init(); e != cudaSuccess) return e;
   return max_q8_0_elements ? scratch_.allocate(max_q8_0_elements * sizeof(__nv_bfloat16))
@@ -25,8 +31,7 @@ cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m
                         GemmOut out, cudaStream_t stream) {
   if (m == 0) return cudaSuccess;
   if (!w.is_q8_0()) {
-    if (m <= gemv_max_rows_ && w.n * w.k * 2 <= gemv_max_weight_bytes_ &&
-        gemv_bf16_supports(w.bf16, w.n, w.k, x, static_cast<int>(m))) {
+    if (takes_gemv(w, x, m)) {
       GemvBf16Args a;
       a.w = w.bf16;
       a.n = w.n;
@@ -53,6 +58,25 @@ cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m
   d.out = scratch_.as<__nv_bfloat16>();
   if (const cudaError_t e = q8_0_dequantize(d, stream); e != cudaSuccess) return e;
   return gemm_.matmul_nt(x, d.out, y, out, m, w.n, w.k, stream);
+}
+
+cudaError_t Linear::run_gate(const LinearWeight& w, const __nv_bfloat16* x, int64_t m,
+                             __nv_bfloat16* gate_up, __nv_bfloat16* out, cudaStream_t stream) {
+  if (w.n % 2 != 0) return cudaErrorInvalidValue;
+  if (m > 0 && takes_gemv(w, x, m)) {
+    GemvBf16Args a;
+    a.w = w.bf16;
+    a.n = w.n / 2;
+    a.k = w.k;
+    a.x = x;
+    a.m = static_cast<int>(m);
+    a.y_bf16 = out;
+    a.gated = true;
+    return gemv_bf16(a, stream);
+  }
+  if (const cudaError_t e = run(w, x, m, gate_up, GemmOut::kBF16, stream); e != cudaSuccess)
+    return e;
+  return silu_mul({gate_up, out, m, w.n / 2}, stream);
 }
 
 }  // namespace sy::cuda

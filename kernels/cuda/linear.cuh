@@ -36,6 +36,12 @@ class Linear {
   cudaError_t run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m, void* y, GemmOut out,
                   cudaStream_t stream);
 
+  // The feed-forward gate: w is [2n, k] (gate rows, then up rows), out[m, n] = silu(x ·
+  // gateᵀ) · (x · upᵀ) in bf16. Where the GEMV takes the product, one gated GEMV launch;
+  // otherwise run() into gate_up [m, 2n], then silu_mul. Both give the same values.
+  cudaError_t run_gate(const LinearWeight& w, const __nv_bfloat16* x, int64_t m,
+                       __nv_bfloat16* gate_up, __nv_bfloat16* out, cudaStream_t stream);
+
   // bf16 products of at most `rows` rows (0..kGemvBf16MaxRows) go to gemv_bf16 where
   // it takes the shape; 0 sends every bf16 product to cuBLASLt.
   void set_gemv_max_rows(int rows) { gemv_max_rows_ = rows; }
@@ -48,6 +54,8 @@ class Linear {
   GemmBf16& gemm() { return gemm_; }
 
  private:
+  bool takes_gemv(const LinearWeight& w, const __nv_bfloat16* x, int64_t m) const;
+
   GemmBf16 gemm_;
   int gemv_max_rows_ = 0;
   int64_t gemv_max_weight_bytes_ = INT64_MAX;

@@ -7,10 +7,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float silu_times(float g, float u) {
-  return g / (1.0f + expf(-g)) * u;
-}
-
 // Grid-stride over the output; 8 values (16 bytes) per step when n allows it.
 __global__ void silu_mul_kernel(const bf16* __restrict__ gate_up, bf16* __restrict__ out,
                                 int64_t rows, int64_t n) {

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"
+#include "kernels/cpu/activation.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cuda/linear.cuh"
 #include "kernels/cuda/q8_0_dequant.cuh"
+#include "kernels/cuda/silu_mul.cuh"
 #include "worker/model/convert.h"
 
 namespace sy {
@@ -148,6 +150,46 @@ TEST(CudaGemvBf16, MatchesSgemmOnBf16Inputs) {
         << s.m << "x" << s.n << "x" << s.k;
     EXPECT_LT(relative_error(from_bf16(d_y16.download()), p.want), kBf16Rounding)
         << s.m << "x" << s.n << "x" << s.k;
+  }
+}
+
+// Linear::run_gate: the gated GEMV (gate/up product and SiLU·up in one kernel) gives
+// bit for bit what the GEMV into [m, 2n] then silu_mul give, and both are within bf16
+// rounding of the CPU (sgemm, bf16-rounded products, cpu::silu_mul). Without the GEMV
+// (cuBLASLt rows) run_gate falls back to the two launches.
+TEST(CudaGemvBf16, GatedGemvEqualsGemvThenSiluMul) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  cuda::Linear linear;
+  SY_CUDA_OK(linear.init(0));
+  for (const Shape s : {Shape{1, 2 * 1000, 4096}, Shape{3, 2 * 333, 1024 + 24},
+                        Shape{8, 2 * 64, 40}, Shape{1, 2 * 7, 8}}) {
+    const Bf16Problem p(rng, s);
+    const int64_t half = s.n / 2;
+    std::vector<float> want(s.m * half);
+    cpu::silu_mul(rounded_to_bf16(p.want).data(), want.data(), s.m, half);
+    want = rounded_to_bf16(want);
+    cuda::LinearWeight lw;
+    lw.n = s.n;
+    lw.k = s.k;
+    lw.bf16 = p.d_w.as<bf16>();
+    DeviceArray<uint16_t> gate_up(s.m * s.n), fused(s.m * half), apart(s.m * half);
+    fused.poison();
+    apart.poison();
+    linear.set_gemv_max_rows(cuda::kGemvBf16MaxRows);
+    SY_CUDA_OK(
+        linear.run_gate(lw, p.d_x.as<bf16>(), s.m, gate_up.as<bf16>(), fused.as<bf16>(), nullptr));
+    SY_CUDA_OK(linear.run(lw, p.d_x.as<bf16>(), s.m, gate_up.get(), cuda::GemmOut::kBF16, nullptr));
+    SY_CUDA_OK(cuda::silu_mul({gate_up.as<bf16>(), apart.as<bf16>(), s.m, half}, nullptr));
+    EXPECT_EQ(fused.download(), apart.download()) << s.m << "x" << s.n << "x" << s.k;
+    EXPECT_LT(relative_error(from_bf16(fused.download()), want), 4 * kBf16Rounding)
+        << s.m << "x" << s.n << "x" << s.k;
+    linear.set_gemv_max_rows(0);  // cuBLASLt, then silu_mul
+    apart.poison();
+    SY_CUDA_OK(
+        linear.run_gate(lw, p.d_x.as<bf16>(), s.m, gate_up.as<bf16>(), apart.as<bf16>(), nullptr));
+    EXPECT_LT(relative_error(from_bf16(apart.download()), want), 4 * kBf16Rounding)
+        << "cuBLASLt " << s.m << "x" << s.n << "x" << s.k;
   }
 }
 

@@ -155,20 +155,24 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
   }
 
   // The other decode paths (BackendOptions::decode_variant 0: RoPE and the KV write
-  // apart, one block per argmax row; 2: also the one-launch attention) and the default
-  // path with the other programmatic-launch setting, alone, in the batch of five and
-  // chunked (row counts 1..5 on one argmax workspace): the same tokens as the default
-  // path up to the margin rule.
-  const bool pdl_default = BackendOptions{}.programmatic_launch;
+  // apart, one block per argmax row; 2: also the one-launch attention), the default path
+  // with the other programmatic-launch setting, and with SiLU·up inside the gate/up GEMV
+  // (gated_gemv), alone, in the batch of five and chunked (row counts 1..5 on one argmax
+  // workspace): the same tokens as the default path up to the margin rule.
+  const BackendOptions defaults;
   const struct {
     int32_t decode_variant;
     bool pdl;
-  } others[] = {
-      {0, pdl_default}, {2, pdl_default}, {BackendOptions{}.decode_variant, !pdl_default}};
+    bool gated;
+  } others[] = {{0, defaults.programmatic_launch, defaults.gated_gemv},
+                {2, defaults.programmatic_launch, defaults.gated_gemv},
+                {defaults.decode_variant, !defaults.programmatic_launch, defaults.gated_gemv},
+                {defaults.decode_variant, defaults.programmatic_launch, !defaults.gated_gemv}};
   for (const auto& other : others) {
     BackendOptions opt;
     opt.decode_variant = other.decode_variant;
     opt.programmatic_launch = other.pdl;
+    opt.gated_gemv = other.gated;
     auto fused = open_cuda(*src_, 16, opt);
     Generator fused_gen(*fused);
     Generator fused_chunked_gen(*fused, 2);
@@ -177,7 +181,8 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
     for (size_t i = 0; i < reqs.size(); ++i) {
       const size_t n = decided_steps(golden_["prompts"][i], err);
       const std::string what = "prompt " + std::to_string(i) + ", decode variant " +
-                               std::to_string(other.decode_variant) + (other.pdl ? " pdl" : "");
+                               std::to_string(other.decode_variant) + (other.pdl ? " pdl" : "") +
+                               (other.gated ? " gated" : "");
       EXPECT_EQ(head(fused_gen.generate({reqs[i]})[0].tokens, n), head(alone[i], n))
           << what << " alone";
       EXPECT_EQ(head(fused_batched[i].tokens, n), head(alone[i], n)) << what << " in a batch of 5";
@@ -214,7 +219,6 @@ TEST_P(CudaFixture, ForwardSampleChoosesWhatTheHostSamplerChooses) {
     }
     return rows;
   };
-
 
   BatchPlan prefill;
   for (size_t i = 0; i < prompts.size(); ++i)
@@ -261,7 +265,8 @@ TEST(CudaBackendDevice, BadNamesAndMissingDevicesAreErrors) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(testing::all_fixture_models()),
                          testing::fixture_param_name);
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaSameWeightsFixture,
-                         ::testing::ValuesIn(testing::same_weight_fixture_models()), testing::fixture_param_name);
+                         ::testing::ValuesIn(testing::same_weight_fixture_models()),
+                         testing::fixture_param_name);
 
 }  // namespace
 }  // namespace sy

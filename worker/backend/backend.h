@@ -51,6 +51,10 @@ struct BackendOptions {
   // (kernels/cuda/launch.cuh): each may be scheduled, and load its weights, while the
   // kernel ahead of it finishes.
   bool programmatic_launch = true;
+  // cuda, for benchmarks comparing variants: where the GEMV runs the gate/up product (one
+  // row), SiLU·up is computed in the same kernel (cuda::Linear::run_gate), one launch
+  // fewer per layer; the same values. Not measured on a GPU yet: off by default.
+  bool gated_gemv = false;
 };
 
 // How forward_sample() chooses one row's token: sample_token's rules (worker/engine/

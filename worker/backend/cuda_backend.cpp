@@ -37,7 +37,8 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
       small_kernel_variant_(options.small_kernel_variant),
       decode_variant_(options.decode_variant),
       prefill_warps_(options.prefill_warps),
-      programmatic_launch_(options.programmatic_launch) {
+      programmatic_launch_(options.programmatic_launch),
+      gated_gemv_(options.gated_gemv) {
   if (decode_variant_ < 0 || decode_variant_ > 2 || options.prefill_variant < 0 ||
       options.prefill_variant > 1 ||
       (prefill_warps_ != 0 && prefill_warps_ != 4 && prefill_warps_ != 8))

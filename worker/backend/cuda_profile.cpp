@@ -74,6 +74,7 @@ StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
   bytes_per_call["QKV projection"] = weight_bytes(L.wqkv);
   bytes_per_call["output projection"] = weight_bytes(L.wo);
   bytes_per_call["gate/up projection"] = weight_bytes(L.w_gate_up);
+  bytes_per_call["gate/up projection + SiLU"] = weight_bytes(L.w_gate_up);
   bytes_per_call["down projection"] = weight_bytes(L.w_down);
   bytes_per_call["LM head"] = weight_bytes(weights_.lm_head);
   double kv_bytes = 0;

@@ -108,9 +108,14 @@ void CudaBackend::enqueue_layers(const Step& step) {
     check(cuda::add_rms_norm(
               {x, delta, L.ffn_norm, h, T, c.hidden, c.rms_eps, small_kernel_variant_}, stream_),
           "MLP norm");
-    check(linear_.run(L.w_gate_up, h, T, gate_up, cuda::GemmOut::kBF16, stream_),
-          "gate/up projection");
-    check(cuda::silu_mul({gate_up, act, T, c.ffn}, stream_), "SiLU");
+    if (gated_gemv_) {
+      check(linear_.run_gate(L.w_gate_up, h, T, gate_up, act, stream_),
+            "gate/up projection + SiLU");
+    } else {
+      check(linear_.run(L.w_gate_up, h, T, gate_up, cuda::GemmOut::kBF16, stream_),
+            "gate/up projection");
+      check(cuda::silu_mul({gate_up, act, T, c.ffn}, stream_), "SiLU");
+    }
     check(linear_.run(L.w_down, act, T, delta, cuda::GemmOut::kF32, stream_), "down projection");
   }
   // Final residual add and norm of every row; the LM head then reads the rows it needs.

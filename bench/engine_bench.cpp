@@ -8,9 +8,9 @@
 // cuBLASLt only; default BackendOptions'), oldkernels (cuda: the first RMSNorm and RoPE
 // kernels), unfused (cuda: RoPE and the KV cache write as two launches and one block per
 // argmax row in decode steps, BackendOptions::decode_variant 0; the default fuses them),
-// fused1launch (also the one-launch decode attention, decode_variant 2), gemmtune (cuda: prefill GEMMs time cuBLASLt's
-// candidates, prefill_variant 1), pwN (cuda: N warps per prefill attention CTA, 4 or 8),
-// pdl / nopdl (cuda: programmatic dependent launch on or off, BackendOptions::
+// fused1launch (also the one-launch decode attention, decode_variant 2), gemmtune (cuda:
+// prefill GEMMs time cuBLASLt's candidates, prefill_variant 1), pwN (cuda: N warps per
+// prefill attention CTA, 4 or 8), pdl / nopdl (cuda: programmatic dependent launch on or off, BackendOptions::
 // programmatic_launch; on by default), gemv64mib (cuda: the GEMV only for weights up to
 // 64 MiB, cuBLASLt for larger ones; default: the GEMV for all, gemv_max_weight_mib),
 // gated (cuda: SiLU·up inside the one-row gate/up GEMV, BackendOptions::gated_gemv),

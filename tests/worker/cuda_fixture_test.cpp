@@ -173,20 +173,20 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
     opt.decode_variant = other.decode_variant;
     opt.programmatic_launch = other.pdl;
     opt.gated_gemv = other.gated;
-    auto fused = open_cuda(*src_, 16, opt);
-    Generator fused_gen(*fused);
-    Generator fused_chunked_gen(*fused, 2);
-    const auto fused_batched = fused_gen.generate(reqs);
-    const auto fused_chunked = fused_chunked_gen.generate(reqs);
+    auto other_backend = open_cuda(*src_, 16, opt);
+    Generator other_gen(*other_backend);
+    Generator other_chunked_gen(*other_backend, 2);
+    const auto other_batched = other_gen.generate(reqs);
+    const auto other_chunked = other_chunked_gen.generate(reqs);
     for (size_t i = 0; i < reqs.size(); ++i) {
       const size_t n = decided_steps(golden_["prompts"][i], err);
       const std::string what = "prompt " + std::to_string(i) + ", decode variant " +
                                std::to_string(other.decode_variant) + (other.pdl ? " pdl" : "") +
                                (other.gated ? " gated" : "");
-      EXPECT_EQ(head(fused_gen.generate({reqs[i]})[0].tokens, n), head(alone[i], n))
+      EXPECT_EQ(head(other_gen.generate({reqs[i]})[0].tokens, n), head(alone[i], n))
           << what << " alone";
-      EXPECT_EQ(head(fused_batched[i].tokens, n), head(alone[i], n)) << what << " in a batch of 5";
-      EXPECT_EQ(head(fused_chunked[i].tokens, n), head(alone[i], n)) << what << " chunked";
+      EXPECT_EQ(head(other_batched[i].tokens, n), head(alone[i], n)) << what << " in a batch of 5";
+      EXPECT_EQ(head(other_chunked[i].tokens, n), head(alone[i], n)) << what << " chunked";
     }
   }
 }

@@ -13,6 +13,7 @@
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_mma.cuh"
+#include "kernels/cuda/attention_prefill_wgmma.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -298,6 +299,8 @@ cudaError_t paged_prefill_attention(const PagedAttentionArgs& a, int max_q_len, 
   if (rows_per_warp != 0 && rows_per_warp != 16 && !(rows_per_warp == 32 && a.head_dim >= 64))
     return cudaErrorInvalidValue;
   if (a.prefill_warps != 0 && a.prefill_warps != 4 && a.prefill_warps != 8) return cudaErrorInvalidValue;
+  if (a.prefill_kernel != 0 && a.prefill_kernel != 1) return cudaErrorInvalidValue;
+  if (a.prefill_kernel == 1 && a.head_dim == 128) return attn::launch_prefill_wgmma(a, max_q_len, stream);
   const bool eight = a.prefill_warps == 8;
   return attn::dispatch_head_dim(a.head_dim, [&](auto d) -> cudaError_t {
     constexpr int D = decltype(d)::value;

@@ -181,7 +181,21 @@ int num_sms() {
   return sms;
 }
 
-enum class Kernel { kDecode, kPrefill };
+// The wgmma prefill kernel (PagedAttentionArgs::prefill_kernel 1) runs on compute
+// capability 9.0 only (sm_90a code).
+bool hopper() {
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major == 9 && minor == 0;
+}
+
+#define SY_SKIP_WITHOUT_HOPPER()  \
+  SY_SKIP_WITHOUT_CUDA();         \
+  if (!hopper()) GTEST_SKIP() << "the wgmma prefill kernel needs compute capability 9.0"
+
+enum class Kernel { kDecode, kPrefill, kPrefillWgmma };
 using Heads = std::vector<std::pair<int, int>>;  // (query heads, kv heads)
 
 // Writes K/V and runs `kernel` on GPU and CPU; for decode, once per split count.
@@ -193,7 +207,9 @@ void check(Problem p, Kernel kernel, std::vector<int> splits = {}) {
   expect_same_cache(p.v_cache, g.v_cache.download());
   std::string what = "heads " + std::to_string(p.shape.n_heads) + "/" + std::to_string(p.shape.n_kv_heads) + " d " +
                      std::to_string(p.shape.head_dim) + " seqs " + std::to_string(p.contexts.size());
-  if (kernel == Kernel::kPrefill) {
+  if (kernel != Kernel::kDecode) {
+    g.a.prefill_kernel = kernel == Kernel::kPrefillWgmma ? 1 : 0;
+    if (kernel == Kernel::kPrefillWgmma) what += " wgmma";
     g.out.poison();
     const int max_q = *std::max_element(p.q_lens.begin(), p.q_lens.end());
     const int max_ctx = *std::max_element(p.contexts.begin(), p.contexts.end());
@@ -313,6 +329,55 @@ TEST(CudaAttention, PrefillTileShapesAgree) {
                      "warps " + std::to_string(warps) + " rows per warp " + std::to_string(rows));
       }
   }
+}
+
+// The wgmma kernel (head_dim 128) on everything the mma.sync one is tested with: GQA
+// groups 1, 4 and 8, prompts with and without cached prefix, lengths that are no
+// multiple of its 128-row and 128-key tiles, decode rows mixed in, block size 32, and
+// prompts of many tiles, so that whole, diagonal and fully masked key tiles all run.
+TEST(CudaAttention, PrefillWgmmaMatchesReference) {
+  SY_SKIP_WITHOUT_HOPPER();
+  auto rng = fresh_rng();
+  for (auto [nh, nkv] : Heads{{4, 4}, {16, 4}, {8, 1}}) {
+    check(make_problem(rng, {nh, nkv, 128}, {300}, {300}, 4.0f), Kernel::kPrefillWgmma);
+    check(make_problem(rng, {nh, nkv, 128}, {203}, {1001}, 4.0f), Kernel::kPrefillWgmma);
+    check(make_problem(rng, {nh, nkv, 128}, {128, 129, 127}, {128, 385, 127}, 4.0f), Kernel::kPrefillWgmma);
+  }
+  check(make_problem(rng, {16, 4, 128}, {1, 130, 64, 1, 7, 257}, {1, 130, 500, 77, 40, 2000}, 4.0f),
+        Kernel::kPrefillWgmma);
+  check(make_problem(rng, {32, 8, 128}, std::vector<int>(9, 1), random_contexts(rng, 9, 1, 3000), 4.0f),
+        Kernel::kPrefillWgmma);
+  check(make_problem(rng, {16, 4, 128}, {1024}, {3000}, 6.0f), Kernel::kPrefillWgmma);
+  check(make_problem(rng, {8, 2, 128, 32}, {100, 33, 700}, {1000, 33, 700}, 4.0f), Kernel::kPrefillWgmma);
+  check(make_problem(rng, {32, 8, 128}, {2000, 5}, {2000, 2100}, 4.0f), Kernel::kPrefillWgmma);
+}
+
+// Both prefill kernels on one batch: each close to the reference and to the other.
+TEST(CudaAttention, PrefillWgmmaAgreesWithMmaKernel) {
+  SY_SKIP_WITHOUT_HOPPER();
+  auto rng = fresh_rng();
+  Problem p = make_problem(rng, {32, 8, 128}, {1500, 1, 260}, {1500, 900, 777}, 6.0f);
+  GpuProblem g(p);
+  SY_CUDA_OK(cuda::write_kv_cache(g.a, nullptr));
+  const std::vector<float> want = reference(p);
+  std::vector<float> got[2];
+  for (int kernel : {0, 1}) {
+    g.a.prefill_kernel = kernel;
+    g.out.poison();
+    SY_CUDA_OK(cuda::paged_prefill_attention(g.a, 1500, 1500, nullptr));
+    got[kernel] = from_bf16(g.out.download());
+    expect_close(got[kernel], want, "prefill kernel " + std::to_string(kernel));
+  }
+  EXPECT_LT(relative_error(got[1], got[0]), 2 * kBf16Rounding);
+  // Other head dims run the mma.sync kernel whatever prefill_kernel says.
+  Problem q = make_problem(rng, {8, 2, 64}, {300}, {400}, 4.0f);
+  GpuProblem h(q);
+  SY_CUDA_OK(cuda::write_kv_cache(h.a, nullptr));
+  const std::vector<float> want64 = reference(q);
+  h.a.prefill_kernel = 1;
+  h.out.poison();
+  SY_CUDA_OK(cuda::paged_prefill_attention(h.a, 300, 400, nullptr));
+  expect_close(from_bf16(h.out.download()), want64, "prefill_kernel 1, head_dim 64");
 }
 
 // A captured decode replays with other context lengths: the launch reads them on the
@@ -481,6 +546,9 @@ TEST(CudaAttention, BadArgumentsAreRejected) {
   EXPECT_EQ(cuda::paged_prefill_attention(a, 1, 20, nullptr), cudaErrorInvalidValue);
   a = g.a;
   a.prefill_warps = 6;
+  EXPECT_EQ(cuda::paged_prefill_attention(a, 1, 20, nullptr), cudaErrorInvalidValue);
+  a = g.a;
+  a.prefill_kernel = 2;
   EXPECT_EQ(cuda::paged_prefill_attention(a, 1, 20, nullptr), cudaErrorInvalidValue);
 }
 

@@ -26,7 +26,7 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kStages = 3;
 constexpr int kKeysPerThread = 4;  // per tile, in both the QK and the PV phase
-constexpr int kMaxSplits = 64;
+constexpr int kMaxSplits = attn::kMaxDecodeSplits;
 
 // Tile geometry for head_dim D: a key row is D/8 16-byte chunks, one per thread, so a
 // pass of the CTA covers kThreads / (D/8) keys ("slots") and a tile kKeysPerThread passes.

@@ -32,10 +32,14 @@ struct MmaDecodeShape {
 // With kMergeHere the CTA that finishes a (sequence, kv head, head chunk) last merges
 // every split's partial into a.out itself: one launch per step instead of two. The
 // count of finished splits lives in a.split_counters, which the last CTA sets back to 0.
+// A warp merges one head: its lanes read the splits' log-sum-exps at once, then sum the
+// partial rows four dims a lane with eight splits' loads in flight, so the merge costs a
+// few L2 round trips rather than one per split.
 template <int D>
 __device__ __forceinline__ void merge_last_split(const PagedAttentionArgs& a, int num_splits, int seq, int head0,
                                                  int n_valid, const float* part_o, const float* part_lse,
                                                  int32_t* counter) {
+  static_assert(kMaxDecodeSplits <= 64, "two log-sum-exps per lane");
   __shared__ bool last;
   __threadfence();  // this CTA's partials are visible before it counts itself
   __syncthreads();
@@ -46,29 +50,48 @@ __device__ __forceinline__ void merge_last_split(const PagedAttentionArgs& a, in
   __syncthreads();
   if (!last) return;
   __threadfence();
-  for (int i = threadIdx.x; i < n_valid * D; i += kThreads) {
-    const int r = i / D, dim = i % D;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int r = warp; r < n_valid; r += kWarps) {
     const int64_t base = static_cast<int64_t>(seq) * num_splits * a.n_heads + head0 + r;
-    float mx = -INFINITY;
-    for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, __ldcg(part_lse + base + static_cast<int64_t>(s) * a.n_heads));
-    float den = 0.0f, acc = 0.0f;
-    for (int s = 0; s < num_splits; ++s) {
-      const float lse = __ldcg(part_lse + base + static_cast<int64_t>(s) * a.n_heads);
-      if (lse == -INFINITY) continue;  // an empty split: its partial was never written
-      const float w = fast_exp2(lse - mx);
-      den += w;
-      acc += w * __ldcg(part_o + (base + static_cast<int64_t>(s) * a.n_heads) * D + dim);
+    float lse[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int s = lane + 32 * i;
+      lse[i] = s < num_splits ? __ldcg(part_lse + base + static_cast<int64_t>(s) * a.n_heads) : -INFINITY;
     }
-    a.out[static_cast<int64_t>(seq) * a.n_heads * D + (head0 + r) * D + dim] =
-        __float2bfloat16(den > 0.0f ? acc / den : 0.0f);
+    float mx = fmaxf(lse[0], lse[1]);
+#pragma unroll
+    for (int o = 16; o >= 1; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float w[2];  // 0 for an empty split, whose partial was never written
+#pragma unroll
+    for (int i = 0; i < 2; ++i) w[i] = lse[i] == -INFINITY ? 0.0f : fast_exp2(lse[i] - mx);
+    const float den = warp_sum(w[0] + w[1]);
+    const float inv = den > 0.0f ? 1.0f / den : 0.0f;
+    for (int v0 = 0; v0 < D / 4; v0 += 32) {  // every lane shuffles; lanes past the row load nothing
+      const int v = v0 + lane;
+      const bool mine = v < D / 4;
+      float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 8
+      for (int s = 0; s < num_splits; ++s) {
+        const float ws = __shfl_sync(0xffffffffu, s < 32 ? w[0] : w[1], s % 32);
+        const float4 o = mine && ws != 0.0f ? __ldcg(reinterpret_cast<const float4*>(
+                                                  part_o + (base + static_cast<int64_t>(s) * a.n_heads) * D) + v)
+                                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        acc.x = fmaf(ws, o.x, acc.x), acc.y = fmaf(ws, o.y, acc.y);
+        acc.z = fmaf(ws, o.z, acc.z), acc.w = fmaf(ws, o.w, acc.w);
+      }
+      if (!mine) continue;
+      uint2 packed;
+      packed.x = pack_bf16x2(acc.x * inv, acc.y * inv);
+      packed.y = pack_bf16x2(acc.z * inv, acc.w * inv);
+      *reinterpret_cast<uint2*>(a.out + static_cast<int64_t>(seq) * a.n_heads * D + (head0 + r) * D + v * 4) = packed;
+    }
   }
 }
 
 template <int D, bool kMergeHere>
 __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs a, FastDiv bs, int num_splits,
                                                                int head_chunks, float* part_o, float* part_lse) {
-  pdl_wait();
-  pdl_release();
   using S = MmaDecodeShape<D>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __nv_bfloat16* q_sm = reinterpret_cast<__nv_bfloat16*>(smem_raw);
@@ -94,6 +117,8 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs
   int32_t* counter = kMergeHere ? a.split_counters + static_cast<int64_t>(seq) * gridDim.y + blockIdx.y : nullptr;
 
   if (t_begin >= t_end) {  // nothing for this split (short context)
+    pdl_wait();
+    pdl_release();
     if (num_splits > 1 && tid < n_valid) part_lse[part_base + head0 + tid] = -INFINITY;
     if (num_splits == 1)
       for (int i = tid; i < n_valid * D; i += kThreads)
@@ -103,12 +128,6 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs
     return;
   }
 
-  for (int i = tid; i < kRows * S::kChunks; i += kThreads) {
-    const int r = i / S::kChunks, c = i % S::kChunks;
-    const bool valid = r < n_valid;
-    const __nv_bfloat16* src = valid ? a.q + row * a.q_stride + static_cast<int64_t>(head0 + r) * D + c * 8 : a.q;
-    cp_async16(q_sm + swizzled<S::kChunks>(r, c), src, valid);
-  }
   const int ntiles = (t_end - t_begin + kTile - 1) / kTile;
   auto key_row = [&](int tile) -> int64_t {  // for thread tid < kTile
     const int j = t_begin + tile * kTile + tid;
@@ -129,6 +148,16 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs
   if (tid < kTile) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) key_rows[s][tid] = key_row(s);
+  }
+  // Everything above read only the step's plan (uploaded before the step's first
+  // kernel); the query rows and this layer's cache come from the kernels ahead.
+  pdl_wait();
+  pdl_release();
+  for (int i = tid; i < kRows * S::kChunks; i += kThreads) {
+    const int r = i / S::kChunks, c = i % S::kChunks;
+    const bool valid = r < n_valid;
+    const __nv_bfloat16* src = valid ? a.q + row * a.q_stride + static_cast<int64_t>(head0 + r) * D + c * 8 : a.q;
+    cp_async16(q_sm + swizzled<S::kChunks>(r, c), src, valid);
   }
   __syncthreads();
   load_tile(0);

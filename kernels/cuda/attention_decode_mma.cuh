@@ -8,6 +8,9 @@
 
 namespace sy::cuda::attn {
 
+// Most splits of one (sequence, kv head) a decode call takes.
+inline constexpr int kMaxDecodeSplits = 64;
+
 // Launches the decode kernel only; with num_splits > 1 it leaves each split's normalized
 // output in part_o [seq][split][head][head_dim] and its base-2 log-sum-exp in part_lse
 // [seq][split][head] for the merge; with merge_here the last CTA of each (sequence, kv

@@ -2,8 +2,9 @@
 // ProgrammaticLaunch scope is active on the calling thread may be scheduled before the
 // kernel ahead of it in the stream has finished, so its launch and its first weight
 // loads overlap that kernel's tail. Such a kernel calls pdl_wait() before it reads or
-// writes anything an earlier kernel may touch (only weights may be read before), then
-// pdl_release() so that the kernel after it may be scheduled in turn. Outside a scope,
+// writes anything an earlier kernel may touch (only weights, and the step's plan that the
+// host uploaded before the step's first kernel, may be read before), then pdl_release()
+// so that the kernel after it may be scheduled in turn. Outside a scope,
 // or for kernels launched with <<<>>>, launches are ordered as usual and both calls are
 // no-ops. Captured into a CUDA graph, the order becomes programmatic edges.
 #pragma once

@@ -10,6 +10,7 @@
 #   bash bench/gpu_engine_bench.sh             # 8K prefill, 1K decode at batch 1 and 64, 32K decode
 #   LIMITS=1 bash bench/gpu_engine_bench.sh    # also the copy and bf16 GEMM limits (torch)
 #   ARMS_8K=none ARMS_1K=default,unfused ARMS_32K=default,unfused bash bench/gpu_engine_bench.sh
+#   T1K=60 T32K=60 ...                      # longer limits for the 1K and 32K steps (more arms)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; B=build-gpu/bin; M=/tmp/m; mkdir -p $M $OUT
 BUDGET=${BUDGET:-210}
@@ -44,12 +45,12 @@ fi
 # two launches and one-block argmax (unfused) and the one-launch attention
 # (fused1launch); per-op profile.
 if [ $(since) -lt $(( BUDGET - 20 )) ]; then
-  timeout 40 $EB --prompt-tokens 1024 --decode-tokens 64 --batch 1,64 --repeat 3 --arms ${ARMS_1K:-default,unfused,fused1launch} --profile \
+  timeout ${T1K:-40} $EB --prompt-tokens 1024 --decode-tokens 64 --batch 1,64 --repeat 3 --arms ${ARMS_1K:-default,unfused,fused1launch} --profile \
     > $OUT/l8-1k.json 2> $OUT/l8-1k.log
   echo "1k rc $? at $(since) s"; grep -E "repeat|^profile" $OUT/l8-1k.log
 fi
 if [ $(since) -lt $(( BUDGET - 40 )) ]; then
-  timeout 40 $EB --prompt-tokens 32768 --decode-tokens 32 --batch 1 --repeat 2 --arms ${ARMS_32K:-default,unfused} \
+  timeout ${T32K:-40} $EB --prompt-tokens 32768 --decode-tokens 32 --batch 1 --repeat 2 --arms ${ARMS_32K:-default,unfused} \
     > $OUT/l8-32k.json 2> $OUT/l8-32k.log
   echo "32k rc $? at $(since) s"; grep -E "repeat" $OUT/l8-32k.log
 fi

@@ -8,8 +8,6 @@ namespace sy::cuda {
 namespace {
 
 using gemv::kWarps;
-// 16-byte loads of a weight row in flight per lane before the first is used.
-constexpr int kUnroll = 4;
 constexpr int kChunk = 8;  // bf16 values per 16-byte load
 
 // Weights are read once: skip L1 (it keeps the activations) and ask L2 for the next
@@ -50,34 +48,39 @@ __device__ __forceinline__ void fma_chunk(const uint4& w, const bf16* __restrict
 }
 
 // acc[m] += w_row · x[m] for lane `lane` of a warp: chunks lane, lane + 32, ... (8 values
-// each), kUnroll of them issued before any is used, the first kUnroll already in `first`
-// when `peel`; the tail (k not a multiple of 32 · 8 · kUnroll) one chunk at a time.
+// each) in order, U loads issued before any is used, the first U already in `first`;
+// loads past the row's end are skipped (predicated), so no tail runs one load at a time.
 constexpr int64_t kStep = 32 * kChunk;  // values a warp covers per load
 
-template <int M>
+template <int U>
+__device__ __forceinline__ void load_batch(const bf16* __restrict__ w_row, int64_t k, int64_t c,
+                                           uint4 (&wv)[U]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    wv[u] = c + u * kStep < k ? load_streaming(w_row + c + u * kStep) : make_uint4(0, 0, 0, 0);
+}
+
+template <int M, int U>
 __device__ __forceinline__ void row_dot(const bf16* __restrict__ w_row, int64_t k,
                                         const bf16* __restrict__ x, int lane,
-                                        const uint4 (&first)[kUnroll], bool peel, float (&acc)[M]) {
-  int64_t c = static_cast<int64_t>(lane) * kChunk;
-  if (peel) {
+                                        const uint4 (&first)[U], float (&acc)[M]) {
+  const int64_t c0 = static_cast<int64_t>(lane) * kChunk;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) fma_chunk<M>(first[u], x, k, c + u * kStep, acc);
-    c += kUnroll * kStep;
+  for (int u = 0; u < U; ++u)
+    if (c0 + u * kStep < k) fma_chunk<M>(first[u], x, k, c0 + u * kStep, acc);
+  for (int64_t c = c0 + U * kStep; c < k; c += U * kStep) {
+    uint4 wv[U];
+    load_batch<U>(w_row, k, c, wv);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (c + u * kStep < k) fma_chunk<M>(wv[u], x, k, c + u * kStep, acc);
   }
-  for (; c + (kUnroll - 1) * kStep < k; c += kUnroll * kStep) {
-    uint4 wv[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) wv[u] = load_streaming(w_row + c + u * kStep);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) fma_chunk<M>(wv[u], x, k, c + u * kStep, acc);
-  }
-  for (; c < k; c += kStep) fma_chunk<M>(load_streaming(w_row + c), x, k, c, acc);
 }
 
 // One warp per output row: weight row `row` (and, gated, its up row n + row). The first
-// kUnroll loads of each are issued before pdl_wait(): under programmatic launch they
-// overlap the kernel ahead (which writes x).
-template <int M, typename Out, bool kGated>
+// U loads of each are issued before pdl_wait(): under programmatic launch they overlap
+// the kernel ahead (which writes x).
+template <int M, typename Out, bool kGated, int U>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_bf16_kernel(const bf16* __restrict__ w, int64_t n, int64_t k, const bf16* __restrict__ x,
                      Out* __restrict__ y) {
@@ -86,15 +89,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (row >= n) return;
   const int lane = threadIdx.x & 31;
   const int64_t c0 = static_cast<int64_t>(lane) * kChunk;
-  const bool peel = c0 + (kUnroll - 1) * kStep < k;
-  uint4 first[R][kUnroll];
-  if (peel) {
+  uint4 first[R][U];
 #pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        first[r][u] = load_streaming(w + (row + r * n) * k + c0 + u * kStep);
-  }
+  for (int r = 0; r < R; ++r) load_batch<U>(w + (row + r * n) * k, k, c0, first[r]);
   pdl_wait();
   pdl_release();
   float acc[R][M];
@@ -102,7 +99,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int r = 0; r < R; ++r) {
 #pragma unroll
     for (int m = 0; m < M; ++m) acc[r][m] = 0;
-    row_dot<M>(w + (row + r * n) * k, k, x, lane, first[r], peel, acc[r]);
+    row_dot<M, U>(w + (row + r * n) * k, k, x, lane, first[r], acc[r]);
   }
   if constexpr (kGated) {
 #pragma unroll
@@ -118,9 +115,18 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 template <typename Out, bool kGated>
 cudaError_t launch(const GemvBf16Args& a, Out* y, cudaStream_t stream) {
+  const unsigned blocks = gemv::blocks_for(a.n);
+  if constexpr (!kGated) {  // the deeper variants exist for one row, where they are compared
+    if (a.m == 1 && a.unroll == 8)
+      return launch_kernel(gemv_bf16_kernel<1, Out, false, 8>, blocks, kWarps * 32, 0, stream, a.w, a.n, a.k, a.x, y);
+    if (a.m == 1 && a.unroll == 16)
+      return launch_kernel(gemv_bf16_kernel<1, Out, false, 16>, blocks, kWarps * 32, 0, stream, a.w, a.n, a.k, a.x,
+                           y);
+  }
+  if (a.unroll != kGemvBf16Unroll) return cudaErrorInvalidValue;
   return gemv::dispatch_rows<kGemvBf16MaxRows>(a.m, [&](auto m) {
-    return launch_kernel(gemv_bf16_kernel<decltype(m)::value, Out, kGated>, gemv::blocks_for(a.n),
-                         kWarps * 32, 0, stream, a.w, a.n, a.k, a.x, y);
+    return launch_kernel(gemv_bf16_kernel<decltype(m)::value, Out, kGated, kGemvBf16Unroll>, blocks, kWarps * 32, 0,
+                         stream, a.w, a.n, a.k, a.x, y);
   });
 }
 

@@ -38,6 +38,7 @@ cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m
       a.k = w.k;
       a.x = x;
       a.m = static_cast<int>(m);
+      a.unroll = m == 1 ? gemv_unroll_ : kGemvBf16Unroll;
       set_output(a, out, y);
       return gemv_bf16(a, stream);
     }

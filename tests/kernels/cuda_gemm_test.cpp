@@ -193,6 +193,36 @@ TEST(CudaGemvBf16, GatedGemvEqualsGemvThenSiluMul) {
   }
 }
 
+// The deeper one-row variants (8 or 16 weight loads in flight per lane) add each lane's
+// chunks in the same order, so they equal the default bit for bit, partial last batches
+// (k not a multiple of their step) included.
+TEST(CudaGemvBf16, DeeperUnrollEqualsDefault) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  for (const Shape s : {Shape{1, 1000, 4096}, Shape{1, 333, 14336}, Shape{1, 77, 4096 + 24},
+                        Shape{1, 9, 40}, Shape{1, 130, 8}}) {
+    const Bf16Problem p(rng, s);
+    std::vector<float> results[3];
+    for (int i = 0; i < 3; ++i) {
+      DeviceArray<float> y(s.m * s.n);
+      y.poison();
+      cuda::GemvBf16Args a;
+      a.w = p.d_w.as<bf16>();
+      a.n = s.n;
+      a.k = s.k;
+      a.x = p.d_x.as<bf16>();
+      a.m = 1;
+      a.y_f32 = y.get();
+      a.unroll = i == 0 ? 4 : i == 1 ? 8 : 16;
+      SY_CUDA_OK(cuda::gemv_bf16(a, nullptr));
+      results[i] = y.download();
+    }
+    EXPECT_LT(relative_error(results[0], p.want), kF32Tolerance) << s.n << "x" << s.k;
+    EXPECT_EQ(results[1], results[0]) << "unroll 8, " << s.n << "x" << s.k;
+    EXPECT_EQ(results[2], results[0]) << "unroll 16, " << s.n << "x" << s.k;
+  }
+}
+
 TEST(CudaGemvBf16, RejectsBadShapes) {
   SY_SKIP_WITHOUT_CUDA();
   DeviceArray<uint16_t> w(64 * 16), x(9 * 64);
@@ -213,6 +243,12 @@ TEST(CudaGemvBf16, RejectsBadShapes) {
   EXPECT_EQ(cuda::gemv_bf16(a, nullptr), cudaErrorInvalidValue);
   a.x = x.as<bf16>();
   a.y_bf16 = w.as<bf16>();  // two outputs
+  EXPECT_EQ(cuda::gemv_bf16(a, nullptr), cudaErrorInvalidValue);
+  a.y_bf16 = nullptr;
+  a.unroll = 5;  // not a variant
+  EXPECT_EQ(cuda::gemv_bf16(a, nullptr), cudaErrorInvalidValue);
+  a.unroll = 8;  // one row only
+  a.m = 2;
   EXPECT_EQ(cuda::gemv_bf16(a, nullptr), cudaErrorInvalidValue);
 }
 

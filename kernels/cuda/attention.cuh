@@ -57,5 +57,8 @@ int decode_num_splits(int num_seqs, int n_kv_heads, int num_sms);
 // blocks cached by earlier steps. Flash-style tiling with online softmax on tensor cores.
 // max_q_len / max_context: host-known maxima over the batch.
 cudaError_t paged_prefill_attention(const PagedAttentionArgs& a, int max_q_len, int max_context, cudaStream_t stream);
+// Whether prefill_kernel 1 (warpgroup MMA) runs here: the build holds sm_90a code and the
+// current device is compute capability 9.0.
+bool prefill_wgmma_available();
 size_t attention_workspace_bytes(int max_tokens, int n_heads, int head_dim, int max_splits);
 }  // namespace sy::cuda

@@ -323,16 +323,26 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_wgmma_kernel(PagedAttenti
 
 }  // namespace
 
+}  // namespace sy::cuda::attn
+
+namespace sy::cuda {
+
+bool prefill_wgmma_available() {
+  if (!SY_ATTENTION_WGMMA) return false;
+  int dev = 0, major = 0, minor = 0;
+  return cudaGetDevice(&dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
+         minor == 0;
+}
+
+}  // namespace sy::cuda
+
+namespace sy::cuda::attn {
+
 cudaError_t launch_prefill_wgmma(const PagedAttentionArgs& a, int max_q_len, cudaStream_t stream) {
   if (a.head_dim != kDim) return cudaErrorInvalidValue;
-  if (!SY_ATTENTION_WGMMA) return cudaErrorNotSupported;
-  int dev = 0, major = 0, minor = 0;
-  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
-  if (cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev); e != cudaSuccess)
-    return e;
-  if (cudaError_t e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev); e != cudaSuccess)
-    return e;
-  if (major != 9 || minor != 0) return cudaErrorNotSupported;
+  if (!prefill_wgmma_available()) return cudaErrorNotSupported;
   const int q_tiles = (max_q_len + kRowsCta - 1) / kRowsCta;
   if (q_tiles > 65535) return cudaErrorInvalidValue;
   static std::atomic<uint64_t> smem_set{0};

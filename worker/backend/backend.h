@@ -47,14 +47,21 @@ struct BackendOptions {
   int32_t prefill_variant = 0;
   // cuda: warps per CTA of the prefill attention, 4 or 8 (0: the kernel's default).
   int32_t prefill_warps = 0;
+  // cuda: prefill attention kernel, 1 (default) Hopper's warpgroup MMA where the build and
+  // device have it (compute capability 9.0; head_dim 128, other head dims run 0), else 0,
+  // mma.sync (cuda::PagedAttentionArgs::prefill_kernel).
+  int32_t prefill_attention_kernel = 1;
   // cuda: the step's own kernels launch with programmatic dependent launch
   // (kernels/cuda/launch.cuh): each may be scheduled, and load its weights, while the
   // kernel ahead of it finishes.
   bool programmatic_launch = true;
   // cuda, for benchmarks comparing variants: where the GEMV runs the gate/up product (one
   // row), SiLU·up is computed in the same kernel (cuda::Linear::run_gate), one launch
-  // fewer per layer; the same values. Not measured on a GPU yet: off by default.
+  // fewer per layer; the same values. Slower on the H200 (docs/PERFORMANCE.md): off.
   bool gated_gemv = false;
+  // cuda, for benchmarks comparing variants: 16-byte weight loads each lane of the
+  // one-row GEMV has in flight (4, 8 or 16; cuda::GemvBf16Args::unroll).
+  int32_t gemv_unroll = 4;
 };
 
 // How forward_sample() chooses one row's token: sample_token's rules (worker/engine/

@@ -37,13 +37,16 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
       small_kernel_variant_(options.small_kernel_variant),
       decode_variant_(options.decode_variant),
       prefill_warps_(options.prefill_warps),
+      prefill_attention_kernel_(options.prefill_attention_kernel),
       programmatic_launch_(options.programmatic_launch),
       gated_gemv_(options.gated_gemv) {
   if (decode_variant_ < 0 || decode_variant_ > 2 || options.prefill_variant < 0 ||
       options.prefill_variant > 1 ||
-      (prefill_warps_ != 0 && prefill_warps_ != 4 && prefill_warps_ != 8))
+      (prefill_warps_ != 0 && prefill_warps_ != 4 && prefill_warps_ != 8) ||
+      prefill_attention_kernel_ < 0 || prefill_attention_kernel_ > 1)
     throw std::invalid_argument(
-        "decode_variant must be 0..2, prefill_variant 0 or 1, prefill_warps 0, 4 or 8");
+        "decode_variant must be 0..2, prefill_variant 0 or 1, prefill_warps 0, 4 or 8, "
+        "prefill_attention_kernel 0 or 1");
   if (block_size_ <= 0 || block_size_ > 1024)
     throw std::invalid_argument("block size must be in 1..1024");
   int devices = 0;
@@ -56,12 +59,14 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, device), "reading device properties");
   num_sms_ = prop.multiProcessorCount;
+  if (prefill_attention_kernel_ == 1 && !cuda::prefill_wgmma_available()) prefill_attention_kernel_ = 0;
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
 
   weights_ = CudaModelWeights::upload(src, config);
   check(linear_.init(weights_.max_q8_0_elements), "creating the cuBLASLt handle and Q8_0 scratch");
   linear_.set_gemv_max_rows(std::clamp(options.gemv_max_rows, 0, cuda::kGemvBf16MaxRows));
   linear_.set_gemv_max_weight_bytes(int64_t{std::max(options.gemv_max_weight_mib, 0)} << 20);
+  linear_.set_gemv_unroll(options.gemv_unroll);
   if (options.prefill_variant == 1) linear_.gemm().set_autotune_min_rows(kPrefillAutotuneRows);
   logits_capacity_ = std::max(max_num_seqs_, kMinLogitsRows);
   check(rows_h_.allocate(static_cast<size_t>(logits_capacity_) * config.hidden * 2),
@@ -95,10 +100,11 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   check(cudaDeviceSynchronize(), "uploading the model");
   std::fprintf(stderr,
                "cuda backend: device %d (%s, %d SMs): weights %.2f GiB, KV cache %d blocks (%.2f "
-               "GiB), decode graphs for 1..%d sequences, bf16 GEMV up to %d rows\n",
+               "GiB), decode graphs for 1..%d sequences, bf16 GEMV up to %d rows, prefill "
+               "attention on %s\n",
                device, prop.name, num_sms_, static_cast<double>(weights_.device_bytes) / (1 << 30),
                num_blocks_, static_cast<double>(kv_.bytes()) / (1 << 30), max_num_seqs_,
-               linear_.gemv_max_rows());
+               linear_.gemv_max_rows(), prefill_attention_kernel_ == 1 ? "wgmma" : "mma.sync");
 }
 
 CudaBackend::~CudaBackend() {

@@ -92,6 +92,7 @@ class CudaBackend : public Backend {
   int small_kernel_variant_;
   int decode_variant_;
   int prefill_warps_;
+  int prefill_attention_kernel_;
   bool programmatic_launch_;
   bool gated_gemv_;
   cudaStream_t stream_ = nullptr;

@@ -62,6 +62,7 @@ void CudaBackend::enqueue_layers(const Step& step) {
   a.workspace = attn_workspace_.get();
   a.workspace_bytes = attn_workspace_.bytes();
   a.prefill_warps = prefill_warps_;
+  a.prefill_kernel = prefill_attention_kernel_;
   // Decode variants 1 and 2: RoPE fused with the KV write; 2 also the one-launch decode
   // attention where the tensor-core kernel applies (GQA groups of 2 or more).
   const bool fused_decode = step.decode && decode_variant_ >= 1;

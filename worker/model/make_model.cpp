@@ -151,6 +151,9 @@ const std::vector<ModelPreset>& model_presets() {
       {"llama3-8b", Arch::kLlama, 32, 4096, 32, 8, 128, 14336, 128256, 131072, 5e5f, 1e-5f, false, false, false},
       {"qwen2-0.5b", Arch::kQwen2, 24, 896, 14, 2, 64, 4864, 151936, 32768, 1e6f, 1e-6f, true, true, false},
       {"tiny", Arch::kQwen3, 2, 64, 4, 2, 32, 128, 0, 4096, 1e6f, 1e-6f, true, false, false},
+      // tiny with the 8B models' head_dim 128 (the Hopper prefill kernel's; no fixture
+      // has it), for tests of the cuda backend against the cpu one.
+      {"tiny128", Arch::kQwen3, 2, 256, 4, 2, 128, 512, 0, 4096, 1e6f, 1e-6f, true, false, false},
       // Not a real model's shape: big enough that prefill costs show, small enough that
       // four CPU workers share two cores (fleet benchmarks, bench/routing_compare.sh).
       {"small", Arch::kQwen3, 8, 512, 8, 4, 64, 1536, 0, 8192, 1e6f, 1e-6f, true, false, false},
@@ -169,7 +172,7 @@ ModelPreset find_preset(const std::string& arch, const std::string& name) {
     names += (names.empty() ? "" : ", ") + p.name;
     if (p.name != name) continue;
     ModelPreset out = p;
-    if (p.vocab == 0) {  // tiny and small take the architecture's features (and the tokenizer's vocabulary)
+    if (p.vocab == 0) {  // tiny, tiny128 and small take the architecture's features (and the tokenizer's vocabulary)
       out.arch = a;
       out.qkv_bias = a == Arch::kQwen2;
       out.qk_norm = a == Arch::kQwen3;
@@ -185,7 +188,7 @@ ModelPreset find_preset(const std::string& arch, const std::string& name) {
 int64_t make_model(const MakeModelOptions& o) {
   ModelPreset p = find_preset(o.arch, o.preset);
   gguf::Writer w;
-  // The tokenizer decides the vocabulary of the tiny and small presets.
+  // The tokenizer decides the vocabulary of the tiny, tiny128 and small presets.
   int vocab = p.vocab;
   const bool from_gguf = o.tokenizer_from.size() >= 5 && o.tokenizer_from.substr(o.tokenizer_from.size() - 5) == ".gguf";
   if (vocab == 0) {

@@ -20,8 +20,8 @@ struct ModelPreset {
   bool tied, qkv_bias, qk_norm;
 };
 
-// Presets by name: qwen3-0.6b, qwen3-8b, llama3-8b, qwen2-0.5b, and `tiny` (any arch,
-// a few layers of width 64, for tests).
+// Presets by name: qwen3-0.6b, qwen3-8b, llama3-8b, qwen2-0.5b, `tiny` (any arch, a
+// few layers of width 64, for tests), `tiny128` (the same with head_dim 128) and `small`.
 const std::vector<ModelPreset>& model_presets();
 // The preset `name` for `arch`; throws std::invalid_argument listing the choices.
 ModelPreset find_preset(const std::string& arch, const std::string& name);

@@ -318,13 +318,13 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_wgmma_kernel(PagedAttenti
     cp_async_wait<0>();
     fence_proxy_async();
     __syncthreads();
-    if (n_tiles > 1) load_tile(k_sm, a.k_cache, 1);
-    load_tile(v_sm, a.v_cache, 0);
-    cp_async_commit();
-    const int64_t next_row = tid < kKeysTile ? key_row(2) : -1;
     float s[64];
     wgmma_fence();
     issue_qk(s, q_addr, k_addr);
+    if (n_tiles > 1) load_tile(k_sm, a.k_cache, 1);  // into stage 1, while S reads stage 0
+    load_tile(v_sm, a.v_cache, 0);
+    cp_async_commit();
+    const int64_t next_row = tid < kKeysTile ? key_row(2) : -1;
     wgmma_wait<0>();
     pin(s);
     softmax_tile(s, m_run, l_run, alpha, lim, 0, t, mask_from, qk_scale);  // O is still zero
@@ -338,19 +338,20 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_wgmma_kernel(PagedAttenti
     cp_async_wait<0>();
     fence_proxy_async();
     __syncthreads();
-    if (tile + 1 < n_tiles) load_tile(k_sm, a.k_cache, tile + 1);
-    load_tile(v_sm, a.v_cache, tile);
-    cp_async_commit();
-    // Slot (tile + 2) % 3 was last read by iteration tile - 1's copies, before the barrier;
-    // the block-table read starts now and lands in it after the compute.
-    const int64_t next_row = tid < kKeysTile ? key_row(tile + 2) : -1;
-
     float s[64];
     pin(o);
     pin(p);
     wgmma_fence();  // the rescaled O and the new P are written before the wgmmas read them
     issue_qk(s, q_addr, k_addr + (tile & 1) * kTileBytes);
     issue_pv(o, p, v_addr + ((tile - 1) & 1) * kTileBytes);
+    // The copies go out while the tensor cores run: they fill the other stages, K of
+    // tile - 1's and V of tile - 2's, not the ones these wgmmas read.
+    if (tile + 1 < n_tiles) load_tile(k_sm, a.k_cache, tile + 1);
+    load_tile(v_sm, a.v_cache, tile);
+    cp_async_commit();
+    // Slot (tile + 2) % 3 was last read by iteration tile - 1's copies, before the barrier;
+    // the block-table read starts now and lands in it after the compute.
+    const int64_t next_row = tid < kKeysTile ? key_row(tile + 2) : -1;
     wgmma_wait<1>();  // S is done; P·V may still run
     pin(s);
     softmax_tile(s, m_run, l_run, alpha, lim, tile, t, mask_from, qk_scale);

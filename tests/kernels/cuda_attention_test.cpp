@@ -350,6 +350,9 @@ TEST(CudaAttention, PrefillWgmmaMatchesReference) {
   check(make_problem(rng, {16, 4, 128}, {1024}, {3000}, 6.0f), Kernel::kPrefillWgmma);
   check(make_problem(rng, {8, 2, 128, 32}, {100, 33, 700}, {1000, 33, 700}, 4.0f), Kernel::kPrefillWgmma);
   check(make_problem(rng, {32, 8, 128}, {2000, 5}, {2000, 2100}, 4.0f), Kernel::kPrefillWgmma);
+  // Two and three key tiles, ending on and off a tile edge: the pipeline's first and last
+  // P·V without (n = 2) and with (n = 3) an iteration between them.
+  check(make_problem(rng, {8, 2, 128}, {256, 200, 129, 300}, {256, 200, 257, 384}, 4.0f), Kernel::kPrefillWgmma);
 }
 
 // Both prefill kernels on one batch: each close to the reference and to the other.

@@ -16,8 +16,7 @@
 // gated (cuda: SiLU·up inside the one-row gate/up GEMV, BackendOptions::gated_gemv),
 // uN (cuda: N = 4, 8 or 16 weight loads in flight per lane of the one-row GEMV,
 // BackendOptions::gemv_unroll), mmasync / wgmma (cuda: the prefill attention kernel,
-// BackendOptions::prefill_attention_kernel; wgmma by default where available), pfN (cuda:
-// up to N MiB of each next weight prefetched into L2 in decode steps, l2_prefetch_mib),
+// BackendOptions::prefill_attention_kernel; wgmma by default where available),
 // host (fp32 logits copied to the host and the argmax taken there; default: on the
 // device where the backend can). Arms with the same backend settings share one backend.
 // --profile adds, per batch and backend, where one decode step's time goes
@@ -138,7 +137,6 @@ int main(int argc, char** argv) {
       bool gated = BackendOptions{}.gated_gemv;
       int32_t unroll = BackendOptions{}.gemv_unroll;
       int32_t attention_kernel = BackendOptions{}.prefill_attention_kernel;
-      int32_t prefetch_mib = BackendOptions{}.l2_prefetch_mib;
       bool device_sampling = true;
       size_t backend = 0;
     };
@@ -161,8 +159,6 @@ int main(int argc, char** argv) {
           arm.decode_variant = 2;
         else if (part == "gated")
           arm.gated = true;
-        else if (part.rfind("pf", 0) == 0 && part.size() > 2 && part.find_first_not_of("0123456789", 2) == std::string::npos)
-          arm.prefetch_mib = std::stoi(part.substr(2));
         else if (part == "mmasync" || part == "wgmma")
           arm.attention_kernel = part == "wgmma" ? 1 : 0;
         else if (part == "u4" || part == "u8" || part == "u16")
@@ -179,7 +175,7 @@ int main(int argc, char** argv) {
           arm.gemv_rows = std::stoi(part.substr(4));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemv64mib, gated, u4, u8, u16, mmasync, wgmma, pfN, host, default)");
+                                "' (gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemv64mib, gated, u4, u8, u16, mmasync, wgmma, host, default)");
       }
       arms.push_back(arm);
     }
@@ -199,8 +195,7 @@ int main(int argc, char** argv) {
                               (arm.unroll != BackendOptions{}.gemv_unroll ? "+u" + std::to_string(arm.unroll) : "") +
                               (arm.attention_kernel != BackendOptions{}.prefill_attention_kernel
                                    ? (arm.attention_kernel ? "+wgmma" : "+mmasync")
-                                   : "") +
-                              (arm.prefetch_mib != BackendOptions{}.l2_prefetch_mib ? "+pf" + std::to_string(arm.prefetch_mib) : "");
+                                   : "");
       const auto found = std::find(backend_labels.begin(), backend_labels.end(), key);
       arm.backend = static_cast<size_t>(found - backend_labels.begin());
       if (found != backend_labels.end()) continue;
@@ -220,7 +215,6 @@ int main(int argc, char** argv) {
       opt.gated_gemv = arm.gated;
       opt.gemv_unroll = arm.unroll;
       opt.prefill_attention_kernel = arm.attention_kernel;
-      opt.l2_prefetch_mib = arm.prefetch_mib;
       const auto t_load = std::chrono::steady_clock::now();
       backends.push_back(create_backend(a.get_or("device", "cpu"), *src, config, opt));
       backend_labels.push_back(key);

@@ -1,8 +1,6 @@
 // Programmatic dependent launch (kernels/cuda/launch.cuh): a chain of dependent kernels
-// (residual add + RMSNorm → bf16 GEMV into the next delta → multi-block argmax of it,
-// with an L2 prefetch kernel before the GEMV and another before the argmax, as decode
-// steps place them: the kernel after a prefetch must still see the one before) launched
-// with it, eagerly and replayed from a captured graph, gives bit for bit what
+// (residual add + RMSNorm → bf16 GEMV into the next delta → multi-block argmax of it)
+// launched with it, eagerly and replayed from a captured graph, gives bit for bit what
 // the same chain gives launched in order. The chain is queued behind a delay kernel so
 // that the host is far ahead and every launch can start early; a kernel reading its
 // input before pdl_wait() would read the previous iteration's values.
@@ -13,7 +11,6 @@
 #include "kernels/cuda/delay.cuh"
 #include "kernels/cuda/gemv_bf16.cuh"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/prefetch_l2.cuh"
 #include "kernels/cuda/rms_norm.cuh"
 
 namespace sy {
@@ -54,11 +51,9 @@ struct Chain {
     for (int i = 0; i < kIterations; ++i) {
       cuda::AddRmsNormArgs n{residual.get(), delta.get(), norm_w.get(), h.as<bf16>(), 1, kN, 1e-5f};
       ASSERT_EQ(cuda::add_rms_norm(n, s), cudaSuccess);
-      ASSERT_EQ(cuda::prefetch_l2(w.get(), kN * kN * 2, s), cudaSuccess);
       cuda::GemvBf16Args g{w.as<bf16>(), kN, kN, h.as<bf16>(), 1};
       g.y_f32 = delta.get();
       ASSERT_EQ(cuda::gemv_bf16(g, s), cudaSuccess);
-      ASSERT_EQ(cuda::prefetch_l2(w.get(), 4 << 20, s), cudaSuccess);
       cuda::ArgmaxArgs a{delta.get(), 1, static_cast<int>(kN), ids.get() + i};
       a.workspace = argmax_ws.get();
       ASSERT_EQ(cuda::argmax(a, s), cudaSuccess);
@@ -107,16 +102,6 @@ TEST(CudaProgrammaticLaunch, DependentChainMatchesOrderedLaunches) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
-}
-
-TEST(CudaProgrammaticLaunch, PrefetchRejectsUnalignedPointers) {
-  SY_SKIP_WITHOUT_CUDA();
-  DeviceArray<uint8_t> buf(4096);
-  EXPECT_EQ(cuda::prefetch_l2(buf.get() + 8, 1024, nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(cuda::prefetch_l2(nullptr, 1024, nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(cuda::prefetch_l2(nullptr, 0, nullptr), cudaSuccess);  // nothing to read
-  EXPECT_EQ(cuda::prefetch_l2(buf.get(), 4096 - 7, nullptr), cudaSuccess);  // the 9-byte tail is left out
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 }  // namespace

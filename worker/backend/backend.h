@@ -62,10 +62,6 @@ struct BackendOptions {
   // cuda, for benchmarks comparing variants: 16-byte weight loads each lane of the
   // one-row GEMV has in flight (4, 8 or 16; cuda::GemvBf16Args::unroll).
   int32_t gemv_unroll = 4;
-  // cuda decode steps: after each weight product, up to this many MiB of the next bf16
-  // weight are prefetched into L2 while the small kernels between them run
-  // (kernels/cuda/prefetch_l2.cuh); 0: none.
-  int32_t l2_prefetch_mib = 0;
 };
 
 // How forward_sample() chooses one row's token: sample_token's rules (worker/engine/

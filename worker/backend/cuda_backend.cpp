@@ -38,7 +38,6 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
       decode_variant_(options.decode_variant),
       prefill_warps_(options.prefill_warps),
       prefill_attention_kernel_(options.prefill_attention_kernel),
-      l2_prefetch_bytes_(static_cast<size_t>(std::max(options.l2_prefetch_mib, 0)) << 20),
       programmatic_launch_(options.programmatic_launch),
       gated_gemv_(options.gated_gemv) {
   if (decode_variant_ < 0 || decode_variant_ > 2 || options.prefill_variant < 0 ||

@@ -93,7 +93,6 @@ class CudaBackend : public Backend {
   int decode_variant_;
   int prefill_warps_;
   int prefill_attention_kernel_;
-  size_t l2_prefetch_bytes_;
   bool programmatic_launch_;
   bool gated_gemv_;
   cudaStream_t stream_ = nullptr;

@@ -6,7 +6,6 @@
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/bias_add.cuh"
 #include "kernels/cuda/embedding.cuh"
-#include "kernels/cuda/prefetch_l2.cuh"
 #include "kernels/cuda/qk_norm.cuh"
 #include "kernels/cuda/rms_norm.cuh"
 #include "kernels/cuda/rope.cuh"
@@ -72,24 +71,15 @@ void CudaBackend::enqueue_layers(const Step& step) {
     a.split_counters = split_counters_.as<int32_t>();
   }
   const int splits = step.decode ? cuda::decode_num_splits(step.seqs, c.n_kv_heads, num_sms_) : 0;
-  // Decode steps: the start of the next bf16 weight read into L2 while the latency-bound
-  // kernels ahead of its product leave DRAM idle (BackendOptions::l2_prefetch_mib).
-  auto prefetch = [&](const cuda::LinearWeight& w) {
-    if (step.decode && l2_prefetch_bytes_ > 0 && w.bf16)
-      check(cuda::prefetch_l2(w.bf16, std::min<size_t>(l2_prefetch_bytes_, w.n * w.k * 2), stream_),
-            "L2 prefetch");
-  };
 
   for (int l = 0; l < c.n_layers; ++l) {
     const CudaLayerWeights& L = weights_.layers[static_cast<size_t>(l)];
-    prefetch(L.wqkv);
     // h = norm(x + previous layer's MLP output); the first layer has nothing to add.
     check(cuda::add_rms_norm({x, l == 0 ? nullptr : delta, L.attn_norm, h, T, c.hidden, c.rms_eps,
                               small_kernel_variant_},
                              stream_),
           "attention norm");
     check(linear_.run(L.wqkv, h, T, qkv, cuda::GemmOut::kBF16, stream_), "QKV projection");
-    prefetch(L.wo);
     if (L.bqkv) check(cuda::bias_add({qkv, T, QKV, QKV, L.bqkv}, stream_), "QKV bias");
     if (L.q_norm)
       check(cuda::qk_norm(
@@ -116,7 +106,6 @@ void CudaBackend::enqueue_layers(const Step& step) {
       check(cuda::paged_prefill_attention(a, step.max_q_len, step.max_context, stream_),
             "prefill attention");
     check(linear_.run(L.wo, attn, T, delta, cuda::GemmOut::kF32, stream_), "output projection");
-    prefetch(L.w_gate_up);
     check(cuda::add_rms_norm(
               {x, delta, L.ffn_norm, h, T, c.hidden, c.rms_eps, small_kernel_variant_}, stream_),
           "MLP norm");
@@ -126,12 +115,10 @@ void CudaBackend::enqueue_layers(const Step& step) {
     } else {
       check(linear_.run(L.w_gate_up, h, T, gate_up, cuda::GemmOut::kBF16, stream_),
             "gate/up projection");
-      prefetch(L.w_down);
       check(cuda::silu_mul({gate_up, act, T, c.ffn}, stream_), "SiLU");
     }
     check(linear_.run(L.w_down, act, T, delta, cuda::GemmOut::kF32, stream_), "down projection");
   }
-  prefetch(weights_.lm_head);
   // Final residual add and norm of every row; the LM head then reads the rows it needs.
   check(cuda::add_rms_norm({x, c.n_layers > 0 ? delta : nullptr, weights_.output_norm, h, T,
                             c.hidden, c.rms_eps, small_kernel_variant_},

@@ -12,10 +12,7 @@
 // accumulators rounded to bf16, whose layout is the A fragment's) and V from shared
 // memory as an N-major operand (the transpose bit), so V needs no transposed copy. The
 // online softmax (base 2) runs on the fp32 accumulators, masked only on key tiles that
-// reach past the smallest row limit of the CTA. Each warpgroup overlaps a tile's softmax
-// with the previous tile's P·V (FlashAttention-3's intra-warpgroup pipelining): it issues
-// S of tile i and P·V of tile i - 1 together, waits for S only, and rescales O once P·V
-// is done; so K of tile i + 1 and V of tile i are what one iteration copies.
+// reach past the smallest row limit of the CTA.
 #include "kernels/cuda/attention_prefill_wgmma.cuh"
 
 #include <atomic>
@@ -126,105 +123,13 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t (&a)[4],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
-// S = Q·Kᵀ for one key tile as one wgmma group: eight k-steps of 16 dims; a step moves 32
-// bytes along the 128-byte lines (the hardware swizzles the computed addresses), the fifth
-// goes to the second half. The caller fences before and waits after.
-__device__ __forceinline__ void issue_qk(float (&s)[64], uint32_t q_addr, uint32_t k_addr) {
-#pragma unroll
-  for (int ks = 0; ks < kDim / 16; ++ks) {
-    const uint32_t step = (ks & 3) * 32;
-    wgmma_ss(s, smem_desc(q_addr + (ks >> 2) * kQHalfBytes + step, 16, kAtomBytes),
-             smem_desc(k_addr + (ks >> 2) * kHalfBytes + step, 16, kAtomBytes), ks);
-  }
-  wgmma_commit();
-}
-
-// O += P·V for one key tile as one wgmma group: p[kk] (the S accumulators of key slices
-// 2kk and 2kk+1, rounded) is P's A fragment for keys 16kk..16kk+15; V's rows of those keys
-// are two 8-row groups one atom apart, its dims two halves kHalfBytes apart.
-__device__ __forceinline__ void issue_pv(float (&o)[64], const uint32_t (&p)[kKeysTile / 16][4], uint32_t v_addr) {
-#pragma unroll
-  for (int kk = 0; kk < kKeysTile / 16; ++kk)
-    wgmma_rs(o, p[kk], smem_desc(v_addr + kk * 2 * kAtomBytes, kHalfBytes, kAtomBytes));
-  wgmma_commit();
-}
-
-// Online softmax (base 2) of one key tile on this thread's rows g (h = 0) and g+8 (h = 1):
-// s becomes the probabilities (fp32), m_run and l_run advance, alpha[h] is the factor O's
-// row must be scaled by before this tile's P·V is added. kMasked: keys at or past a row's
-// limit are masked (key0: this thread's first key column of the tile); only the tiles
-// that reach past the CTA's smallest limit pay for the compares. Maxima and sums run in
-// four independent chains so the adds and max ops do not wait on each other.
-template <bool kMasked>
-__device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m_run)[2], float (&l_run)[2],
-                                             float (&alpha)[2], const int (&lim)[2], int key0, float qk_scale) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float mx4[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-#pragma unroll
-    for (int j = 0; j < kKeysTile / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float& x = s[4 * j + 2 * h + e];
-        if (kMasked && key0 + 8 * j + e >= lim[h]) x = -INFINITY;
-        mx4[(j & 1) * 2 + e] = fmaxf(mx4[(j & 1) * 2 + e], x);
-      }
-    }
-    float mx = fmaxf(fmaxf(mx4[0], mx4[1]), fmaxf(mx4[2], mx4[3]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    // Max in raw scores (scale > 0 keeps the order); the scale folds into one FFMA per
-    // probability: p = 2^(s·c − m·c).
-    const float m_new = fmaxf(m_run[h], mx);
-    const float base = m_new == -INFINITY ? 0.0f : m_new * qk_scale;  // a row with no keys yet
-    alpha[h] = fast_exp2(m_run[h] * qk_scale - base);
-    float sum4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int j = 0; j < kKeysTile / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float& x = s[4 * j + 2 * h + e];
-        x = fast_exp2(fmaf(x, qk_scale, -base));
-        sum4[(j & 1) * 2 + e] += x;
-      }
-    }
-    l_run[h] = l_run[h] * alpha[h] + ((sum4[0] + sum4[1]) + (sum4[2] + sum4[3]));
-    m_run[h] = m_new;
-  }
-}
-// Picks the masked softmax where the tile reaches past mask_from, a CTA-uniform branch.
-__device__ __forceinline__ void softmax_tile(float (&s)[64], float (&m_run)[2], float (&l_run)[2],
-                                             float (&alpha)[2], const int (&lim)[2], int tile, int t, int mask_from,
-                                             float qk_scale) {
-  const int key0 = tile * kKeysTile + 2 * t;
-  if ((tile + 1) * kKeysTile > mask_from)
-    softmax_tile<true>(s, m_run, l_run, alpha, lim, key0, qk_scale);
-  else
-    softmax_tile<false>(s, m_run, l_run, alpha, lim, key0, qk_scale);
-}
-
-// The probabilities in s as P's A fragments: registers 8kk..8kk+7 hold key slices 2kk and
-// 2kk+1, i.e. the m16n8k16 A fragment of keys 16kk..16kk+15.
-__device__ __forceinline__ void pack_p(uint32_t (&p)[kKeysTile / 16][4], const float (&s)[64]) {
-#pragma unroll
-  for (int kk = 0; kk < kKeysTile / 16; ++kk)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) p[kk][e] = pack_bf16x2(s[8 * kk + 2 * e], s[8 * kk + 2 * e + 1]);
-}
-
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
 #endif  // !__CUDA_ARCH__ || __CUDA_ARCH_FEAT_SM90_ALL
 
 __global__ void __launch_bounds__(kThreads, 1) prefill_wgmma_kernel(PagedAttentionArgs a, FastDiv bs) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ int lim_lo, lim_hi;
-  // Cache row of each key of tile t in slot t % 3 (-1 past the end): one iteration copies K
-  // of one tile and V of the tile before, while the rows of the tile after are looked up.
-  __shared__ int64_t key_rows[3][kKeysTile];
+  __shared__ int64_t key_rows[2][kKeysTile];  // cache row of each key of a tile, -1 past the end
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t pad = ((raw + kAtomBytes - 1) & ~(kAtomBytes - 1)) - raw;
   unsigned char* q_sm = smem_raw + pad;   // [warpgroup][half][64 rows][128 B]
@@ -267,22 +172,23 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_wgmma_kernel(PagedAttenti
     const int j = tile * kKeysTile + tid;
     return j < kv_end ? cache_row(sb, bs, a.n_kv_heads, kvh, j) : -1;
   };
-  // K (or V) of `tile` into its stage, tile & 1. Consecutive threads copy consecutive
-  // chunks of a row; keys past the end are zeros (their scores are masked, and zero values
-  // keep 0·v finite).
-  auto load_tile = [&](unsigned char* stages, const __nv_bfloat16* cache, int tile) {
-    const int64_t* rows = key_rows[tile % 3];
-    unsigned char* dst = stages + (tile & 1) * kTileBytes;
+  // Consecutive threads copy consecutive chunks of a row; keys past the end are zeros
+  // (their scores are masked, and zero values keep 0·v finite).
+  auto load_kv = [&](int tile) {
+    const int stage = tile & 1;
     for (int i = tid; i < kKeysTile * kChunks; i += kThreads) {
       const int kk = i / kChunks, c = i % kChunks;
-      const int64_t row = rows[kk];
+      const int64_t row = key_rows[stage][kk];
       const bool valid = row >= 0;
-      cp_async16(dst + swizzled(kk, c, kHalfBytes), cache + (valid ? row * kDim + c * 8 : 0), valid);
+      const int64_t off = valid ? row * kDim + c * 8 : 0;
+      const uint32_t soff = stage * kTileBytes + swizzled(kk, c, kHalfBytes);
+      cp_async16(k_sm + soff, a.k_cache + off, valid);
+      cp_async16(v_sm + soff, a.v_cache + off, valid);
     }
   };
   if (tid < kKeysTile) key_rows[0][tid] = key_row(0), key_rows[1][tid] = key_row(1);
   __syncthreads();
-  if (n_tiles > 0) load_tile(k_sm, a.k_cache, 0);
+  if (n_tiles > 0) load_kv(0);
   cp_async_commit();
 
   // This thread's rows in the wgmma accumulator layout: warp w of the warpgroup holds rows
@@ -291,9 +197,8 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_wgmma_kernel(PagedAttenti
   const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
   int lim[2];
-  float m_run[2], l_run[2], alpha[2];
+  float m_run[2], l_run[2];
   float o[64];
-  uint32_t p[kKeysTile / 16][4];  // P of the tile before the current one, for its P·V
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = row0 + wg * kRowsWarpgroup + warp * 16 + g + 8 * h;
@@ -305,85 +210,99 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_wgmma_kernel(PagedAttenti
   for (int i = 0; i < 64; ++i) o[i] = 0.0f;
   const float qk_scale = a.scale * kLog2e;
   const uint32_t q_addr = smem_addr(q_sm) + wg * 2 * kQHalfBytes;
-  const uint32_t k_addr = smem_addr(k_sm), v_addr = smem_addr(v_sm);
 
-  // The pipeline (FlashAttention-3's intra-warpgroup overlap): iteration `tile` issues
-  // S = Q·Kᵀ of this tile and then O += P·V of the tile before, and runs this tile's
-  // softmax while that P·V is still on the tensor cores. Tile 0's S comes first, alone;
-  // the last tile's P·V after the loop. K of tile i and V of tile i - 1 are copied during
-  // iteration i - 1, so each has a whole iteration to arrive.
-  if (n_tiles > 0) {
-    // Q and K of tile 0 are in (the proxy fence makes the cp.async writes visible to
-    // wgmma, which reads shared memory through the async proxy).
+  for (int tile = 0; tile < n_tiles; ++tile) {
+    // This tile's copies are done (and, through the proxy fence, visible to wgmma, which
+    // reads shared memory through the async proxy) and both warpgroups are past the
+    // previous tile, whose stage the next copies overwrite.
     cp_async_wait<0>();
-    fence_proxy_async();
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
+    if (tile + 1 < n_tiles) load_kv(tile + 1);
+    cp_async_commit();
+    // The block-table read for tile + 2 starts now and lands in key_rows after the compute.
+    const int64_t next_row = tid < kKeysTile && tile + 2 < n_tiles ? key_row(tile + 2) : -1;
+    const uint32_t k_addr = smem_addr(k_sm) + (tile & 1) * kTileBytes;
+    const uint32_t v_addr = smem_addr(v_sm) + (tile & 1) * kTileBytes;
+
+    // S = Q·Kᵀ: eight k-steps of 16 dims; a step moves 32 bytes along the 128-byte lines
+    // (the hardware swizzles the computed addresses), the fifth goes to the second half.
     float s[64];
     wgmma_fence();
-    issue_qk(s, q_addr, k_addr);
-    if (n_tiles > 1) load_tile(k_sm, a.k_cache, 1);  // into stage 1, while S reads stage 0
-    load_tile(v_sm, a.v_cache, 0);
-    cp_async_commit();
-    const int64_t next_row = tid < kKeysTile ? key_row(2) : -1;
-    wgmma_wait<0>();
-    pin(s);
-    softmax_tile(s, m_run, l_run, alpha, lim, 0, t, mask_from, qk_scale);  // O is still zero
-    pack_p(p, s);
-    if (tid < kKeysTile) key_rows[2][tid] = next_row;  // slot 2 is read from iteration 1 on
-  }
-  for (int tile = 1; tile < n_tiles; ++tile) {
-    // K of this tile and V of the one before are in, and both warpgroups are past the
-    // previous iteration: the S that read K of tile - 1 and the P·V that read V of
-    // tile - 2, whose stages the copies below overwrite, are complete.
-    cp_async_wait<0>();
-    fence_proxy_async();
-    __syncthreads();
-    float s[64];
-    pin(o);
-    pin(p);
-    wgmma_fence();  // the rescaled O and the new P are written before the wgmmas read them
-    issue_qk(s, q_addr, k_addr + (tile & 1) * kTileBytes);
-    issue_pv(o, p, v_addr + ((tile - 1) & 1) * kTileBytes);
-    // The copies go out while the tensor cores run: they fill the other stages, K of
-    // tile - 1's and V of tile - 2's, not the ones these wgmmas read.
-    if (tile + 1 < n_tiles) load_tile(k_sm, a.k_cache, tile + 1);
-    load_tile(v_sm, a.v_cache, tile);
-    cp_async_commit();
-    // Slot (tile + 2) % 3 was last read by iteration tile - 1's copies, before the barrier;
-    // the block-table read starts now and lands in it after the compute.
-    const int64_t next_row = tid < kKeysTile ? key_row(tile + 2) : -1;
-    wgmma_wait<1>();  // S is done; P·V may still run
-    pin(s);
-    softmax_tile(s, m_run, l_run, alpha, lim, tile, t, mask_from, qk_scale);
-    // The softmax is computed before the wait (pin orders it), O and P are touched only
-    // after: P·V reads p and accumulates into o until it completes.
-    pin(s);
-    wgmma_wait<0>();
-    pin(o);
-    pin(s);
 #pragma unroll
-    for (int j = 0; j < kDim / 8; ++j) {
-      o[4 * j + 0] *= alpha[0];
-      o[4 * j + 1] *= alpha[0];
-      o[4 * j + 2] *= alpha[1];
-      o[4 * j + 3] *= alpha[1];
+    for (int ks = 0; ks < kDim / 16; ++ks) {
+      const uint32_t step = (ks & 3) * 32;
+      wgmma_ss(s, smem_desc(q_addr + (ks >> 2) * kQHalfBytes + step, 16, kAtomBytes),
+               smem_desc(k_addr + (ks >> 2) * kHalfBytes + step, 16, kAtomBytes), ks);
     }
-    pack_p(p, s);
-    if (tid < kKeysTile) key_rows[(tile + 2) % 3][tid] = next_row;
-  }
-  if (n_tiles > 0) {
-    // V of the last tile is in (copied during the last iteration, or before the loop).
-    cp_async_wait<0>();
-    fence_proxy_async();
-    __syncthreads();
+    wgmma_commit();
+    wgmma_wait<0>();
+    pin(s);
+
+    // Online softmax (base 2) per row; keys at or past a row's limit are masked.
+    const bool masked_tile = (tile + 1) * kKeysTile > mask_from;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < kKeysTile / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float x = s[4 * j + 2 * h + e];
+          if (masked_tile && tile * kKeysTile + 8 * j + 2 * t + e >= lim[h]) x = -INFINITY;
+          s[4 * j + 2 * h + e] = x;
+          mx = fmaxf(mx, x);
+        }
+      }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      // Max in raw scores (scale > 0 keeps the order); the scale folds into one FFMA per
+      // probability: p = 2^(s·c − m·c).
+      const float m_new = fmaxf(m_run[h], mx);
+      const float base = m_new == -INFINITY ? 0.0f : m_new * qk_scale;  // a row with no keys yet
+      const float alpha = fast_exp2(m_run[h] * qk_scale - base);
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kKeysTile / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = fast_exp2(fmaf(s[4 * j + 2 * h + e], qk_scale, -base));
+          s[4 * j + 2 * h + e] = p;
+          sum += p;
+        }
+      }
+      l_run[h] = l_run[h] * alpha + sum;
+      m_run[h] = m_new;
+#pragma unroll
+      for (int j = 0; j < kDim / 8; ++j) {
+        o[4 * j + 2 * h] *= alpha;
+        o[4 * j + 2 * h + 1] *= alpha;
+      }
+    }
+
+    // O += P·V: the S accumulators of key slices 2kk and 2kk+1 are P's A fragment for
+    // keys 16kk..16kk+15; V's rows of those keys are two 8-row groups one atom apart, its
+    // dims two halves kHalfBytes apart.
+    uint32_t p[kKeysTile / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kKeysTile / 16; ++kk) {
+      p[kk][0] = pack_bf16x2(s[8 * kk + 0], s[8 * kk + 1]);
+      p[kk][1] = pack_bf16x2(s[8 * kk + 2], s[8 * kk + 3]);
+      p[kk][2] = pack_bf16x2(s[8 * kk + 4], s[8 * kk + 5]);
+      p[kk][3] = pack_bf16x2(s[8 * kk + 6], s[8 * kk + 7]);
+    }
     pin(o);
     pin(p);
     wgmma_fence();
-    issue_pv(o, p, v_addr + ((n_tiles - 1) & 1) * kTileBytes);
+#pragma unroll
+    for (int kk = 0; kk < kKeysTile / 16; ++kk)
+      wgmma_rs(o, p[kk], smem_desc(v_addr + kk * 2 * kAtomBytes, kHalfBytes, kAtomBytes));
+    wgmma_commit();
     wgmma_wait<0>();
     pin(o);
+    if (tid < kKeysTile) key_rows[tile & 1][tid] = next_row;  // the rows of tile + 2
   }
-  cp_async_wait<0>();  // with no key tiles, the Q copies
+  cp_async_wait<0>();
 
   // out = O / l, bf16, rows inside the sequence only.
 #pragma unroll

@@ -113,20 +113,52 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
+// One row at a time, S warps per row (S = 2 or 4): warp w of the CTA takes segment w % S
+// of row (CTA · 4 + w) / S, so twice or four times the warps stream the weight, each over
+// a shorter stretch; the segments' sums meet in shared memory and are added in segment
+// order (deterministic, though not the one-warp order).
+template <typename Out, int S>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_bf16_split_kernel(const bf16* __restrict__ w, int64_t n, int64_t k,
+                           const bf16* __restrict__ x, Out* __restrict__ y) {
+  constexpr int U = kGemvBf16Unroll;
+  __shared__ float seg_sum[kWarps];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t row = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) / S;
+  const int seg = warp % S;
+  const int64_t k_seg = k / S, off = seg * k_seg;
+  const bool valid = row < n;  // every warp reaches the barrier below
+  const bf16* w_seg = w + (valid ? row : 0) * k + off;
+  uint4 first[U];
+  if (valid) load_batch<U>(w_seg, k_seg, static_cast<int64_t>(lane) * kChunk, first);
+  pdl_wait();
+  pdl_release();
+  float acc[1] = {0.0f};
+  if (valid) row_dot<1, U>(w_seg, k_seg, x + off, lane, first, acc);
+  const float total = warp_sum(acc[0]);
+  if (lane == 0) seg_sum[warp] = total;
+  __syncthreads();
+  if (!valid || seg != 0 || lane != 0) return;
+  float sum = seg_sum[warp];
+#pragma unroll
+  for (int s = 1; s < S; ++s) sum += seg_sum[warp + s];
+  gemv::store(y + row, sum);
+}
+
 template <typename Out, bool kGated>
 cudaError_t launch(const GemvBf16Args& a, Out* y, cudaStream_t stream) {
-  const unsigned blocks = gemv::blocks_for(a.n);
-  if constexpr (!kGated) {  // the deeper variants exist for one row, where they are compared
-    if (a.m == 1 && a.unroll == 8)
-      return launch_kernel(gemv_bf16_kernel<1, Out, false, 8>, blocks, kWarps * 32, 0, stream, a.w, a.n, a.k, a.x, y);
-    if (a.m == 1 && a.unroll == 16)
-      return launch_kernel(gemv_bf16_kernel<1, Out, false, 16>, blocks, kWarps * 32, 0, stream, a.w, a.n, a.k, a.x,
-                           y);
+  if constexpr (!kGated) {  // the split variants exist for one row, where they are compared
+    if (a.m == 1 && a.split == 2)
+      return launch_kernel(gemv_bf16_split_kernel<Out, 2>, gemv::blocks_for(2 * a.n), kWarps * 32,
+                           0, stream, a.w, a.n, a.k, a.x, y);
+    if (a.m == 1 && a.split == 4)
+      return launch_kernel(gemv_bf16_split_kernel<Out, 4>, gemv::blocks_for(4 * a.n), kWarps * 32,
+                           0, stream, a.w, a.n, a.k, a.x, y);
   }
-  if (a.unroll != kGemvBf16Unroll) return cudaErrorInvalidValue;
+  if (a.split != 1) return cudaErrorInvalidValue;
   return gemv::dispatch_rows<kGemvBf16MaxRows>(a.m, [&](auto m) {
-    return launch_kernel(gemv_bf16_kernel<decltype(m)::value, Out, kGated, kGemvBf16Unroll>, blocks, kWarps * 32, 0,
-                         stream, a.w, a.n, a.k, a.x, y);
+    return launch_kernel(gemv_bf16_kernel<decltype(m)::value, Out, kGated, kGemvBf16Unroll>,
+                         gemv::blocks_for(a.n), kWarps * 32, 0, stream, a.w, a.n, a.k, a.x, y);
   });
 }
 
@@ -140,6 +172,9 @@ bool gemv_bf16_supports(const bf16* w, int64_t n, int64_t k, const bf16* x, int 
 
 cudaError_t gemv_bf16(const GemvBf16Args& a, cudaStream_t stream) {
   if (!gemv_bf16_supports(a.w, a.n, a.k, a.x, a.m) || (a.y_f32 == nullptr) == (a.y_bf16 == nullptr))
+    return cudaErrorInvalidValue;
+  if (a.split != 1 && (a.split != 2 && a.split != 4 || a.m != 1 || a.gated ||
+                       a.k % (8 * a.split) != 0 || ceil_div(a.n * a.split, kWarps) > INT32_MAX))
     return cudaErrorInvalidValue;
   if (a.gated) return a.y_bf16 ? launch<bf16, true>(a, a.y_bf16, stream) : cudaErrorInvalidValue;
   return a.y_f32 ? launch<float, false>(a, a.y_f32, stream)

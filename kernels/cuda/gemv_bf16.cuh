@@ -13,7 +13,7 @@ namespace sy::cuda {
 
 // Rows of x one kernel handles (compile-time variants 1..8).
 inline constexpr int kGemvBf16MaxRows = 8;
-// 16-byte weight loads each lane has in flight (the default; see GemvBf16Args::unroll).
+// 16-byte weight loads each lane has in flight.
 inline constexpr int kGemvBf16Unroll = 4;
 
 struct GemvBf16Args {
@@ -30,9 +30,9 @@ struct GemvBf16Args {
   // values of this GEMV into [m, 2n] followed by silu_mul, without the second launch.
   // One warp reads a gate row and its up row. Needs y_bf16.
   bool gated = false;
-  // 16-byte weight loads each lane issues before using the first: kGemvBf16Unroll, or 8 or
-  // 16 for one row without the gate (for benchmarks comparing them).
-  int unroll = kGemvBf16Unroll;
+  // Warps per weight row: 1, or 2 or 4 for one row without the gate, each warp a segment
+  // of k (k a multiple of 8 · split), for benchmarks comparing them.
+  int split = 1;
 };
 
 // Whether gemv_bf16 takes this shape and these pointers (else it returns an error).

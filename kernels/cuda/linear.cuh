@@ -50,9 +50,9 @@ class Linear {
   // (docs/PERFORMANCE.md): without programmatic launch the GEMV beat cuBLASLt on
   // Llama-3-8B's 32 and 48 MiB projections only; with it, on every weight.
   void set_gemv_max_weight_bytes(int64_t bytes) { gemv_max_weight_bytes_ = bytes; }
-  // Weight loads in flight per lane of the one-row GEMV (GemvBf16Args::unroll), for
+  // Warps per weight row of the one-row GEMV where k allows (GemvBf16Args::split), for
   // benchmarks comparing them.
-  void set_gemv_unroll(int unroll) { gemv_unroll_ = unroll; }
+  void set_gemv_split(int split) { gemv_split_ = split; }
 
   GemmBf16& gemm() { return gemm_; }
 
@@ -62,7 +62,7 @@ class Linear {
   GemmBf16 gemm_;
   int gemv_max_rows_ = 0;
   int64_t gemv_max_weight_bytes_ = INT64_MAX;
-  int gemv_unroll_ = kGemvBf16Unroll;
+  int gemv_split_ = 1;
   DeviceBuffer scratch_;  // bf16 expansion of one Q8_0 weight
 };
 

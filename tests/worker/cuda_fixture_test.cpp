@@ -156,23 +156,29 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
 
   // The other decode paths (BackendOptions::decode_variant 0: RoPE and the KV write
   // apart, one block per argmax row; 2: also the one-launch attention), the default path
-  // with the other programmatic-launch setting, and with SiLU·up inside the gate/up GEMV
-  // (gated_gemv), alone, in the batch of five and chunked (row counts 1..5 on one argmax
-  // workspace): the same tokens as the default path up to the margin rule.
+  // with the other programmatic-launch setting, with SiLU·up inside the gate/up GEMV
+  // (gated_gemv), and with one warp per weight row in the one-row GEMV (gemv_split 1),
+  // alone, in the batch of five and chunked (row counts 1..5 on one argmax workspace):
+  // the same tokens as the default path up to the margin rule.
   const BackendOptions defaults;
   const struct {
     int32_t decode_variant;
     bool pdl;
     bool gated;
-  } others[] = {{0, defaults.programmatic_launch, defaults.gated_gemv},
-                {2, defaults.programmatic_launch, defaults.gated_gemv},
-                {defaults.decode_variant, !defaults.programmatic_launch, defaults.gated_gemv},
-                {defaults.decode_variant, defaults.programmatic_launch, !defaults.gated_gemv}};
+    int32_t split;
+  } others[] = {{0, defaults.programmatic_launch, defaults.gated_gemv, defaults.gemv_split},
+                {2, defaults.programmatic_launch, defaults.gated_gemv, defaults.gemv_split},
+                {defaults.decode_variant, !defaults.programmatic_launch, defaults.gated_gemv,
+                 defaults.gemv_split},
+                {defaults.decode_variant, defaults.programmatic_launch, !defaults.gated_gemv,
+                 defaults.gemv_split},
+                {defaults.decode_variant, defaults.programmatic_launch, defaults.gated_gemv, 1}};
   for (const auto& other : others) {
     BackendOptions opt;
     opt.decode_variant = other.decode_variant;
     opt.programmatic_launch = other.pdl;
     opt.gated_gemv = other.gated;
+    opt.gemv_split = other.split;
     auto other_backend = open_cuda(*src_, 16, opt);
     Generator other_gen(*other_backend);
     Generator other_chunked_gen(*other_backend, 2);
@@ -182,7 +188,8 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
       const size_t n = decided_steps(golden_["prompts"][i], err);
       const std::string what = "prompt " + std::to_string(i) + ", decode variant " +
                                std::to_string(other.decode_variant) + (other.pdl ? " pdl" : "") +
-                               (other.gated ? " gated" : "");
+                               (other.gated ? " gated" : "") + " split " +
+                               std::to_string(other.split);
       EXPECT_EQ(head(other_gen.generate({reqs[i]})[0].tokens, n), head(alone[i], n))
           << what << " alone";
       EXPECT_EQ(head(other_batched[i].tokens, n), head(alone[i], n)) << what << " in a batch of 5";

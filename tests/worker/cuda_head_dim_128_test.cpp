@@ -52,15 +52,17 @@ TEST(CudaHeadDim128, PrefillLogitsMatchTheCpuBackend) {
     const std::vector<float> got_mma = Generator(*mma).prompt_logits(ids, false);
     const std::vector<float> chunked = Generator(*wgmma, 2).prompt_logits(ids, false);
     const double e_wgmma = relative_error(got_wgmma, want), e_mma = relative_error(got_mma, want);
-    const double e_chunked = relative_error(chunked, want), e_kernels = relative_error(got_wgmma, got_mma);
-    std::printf("%d tokens: relative error against the cpu backend: wgmma %.4g, mma.sync %.4g, "
-                "wgmma in 2-token chunks %.4g; wgmma against mma.sync %.4g\n",
-                n, e_wgmma, e_mma, e_chunked, e_kernels);
+    const double e_chunked = relative_error(chunked, want),
+                 e_kernels = relative_error(got_wgmma, got_mma);
+    std::printf(
+        "%d tokens: relative error against the cpu backend: wgmma %.4g, mma.sync %.4g, "
+        "wgmma in 2-token chunks %.4g; wgmma against mma.sync %.4g\n",
+        n, e_wgmma, e_mma, e_chunked, e_kernels);
     // bf16 activations into every GEMM and the attention (2^-8 relative each) against
-    // the cpu backend's fp32: about 1 % on the last row's logits.
-    EXPECT_LT(e_wgmma, 0.03) << n << " tokens";
-    EXPECT_LT(e_mma, 0.03) << n << " tokens";
-    EXPECT_LT(e_chunked, 0.03) << n << " tokens";
+    // the cpu backend's fp32: 0.4-0.5 % measured on the H200 (2026-11-30).
+    EXPECT_LT(e_wgmma, 0.015) << n << " tokens";
+    EXPECT_LT(e_mma, 0.015) << n << " tokens";
+    EXPECT_LT(e_chunked, 0.015) << n << " tokens";
     // The two kernels round the same bf16 probabilities; only the accumulation order differs.
     EXPECT_LT(e_kernels, 0.01) << n << " tokens";
   }

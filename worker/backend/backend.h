@@ -59,9 +59,9 @@ struct BackendOptions {
   // row), SiLU·up is computed in the same kernel (cuda::Linear::run_gate), one launch
   // fewer per layer; the same values. Slower on the H200 (docs/PERFORMANCE.md): off.
   bool gated_gemv = false;
-  // cuda, for benchmarks comparing variants: 16-byte weight loads each lane of the
-  // one-row GEMV has in flight (4, 8 or 16; cuda::GemvBf16Args::unroll).
-  int32_t gemv_unroll = 4;
+  // cuda: warps per weight row of the one-row GEMV where k allows (1, 2 or 4;
+  // cuda::GemvBf16Args::split). 4 measured fastest on the H200 (docs/PERFORMANCE.md).
+  int32_t gemv_split = 4;
 };
 
 // How forward_sample() chooses one row's token: sample_token's rules (worker/engine/

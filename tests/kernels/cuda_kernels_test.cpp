@@ -103,7 +103,8 @@ TEST(CudaRope, MatchesCpuInBothLayoutsAndPartialRotation) {
   };
   for (const Case c :
        {Case{cpu::RopeLayout::kRotateHalf, 128, 128}, Case{cpu::RopeLayout::kInterleaved, 128, 128},
-        Case{cpu::RopeLayout::kRotateHalf, 64, 32}, Case{cpu::RopeLayout::kInterleaved, 16, 16}}) {
+        Case{cpu::RopeLayout::kRotateHalf, 64, 32}, Case{cpu::RopeLayout::kInterleaved, 16, 16},
+        Case{cpu::RopeLayout::kRotateHalf, 64, 12}, Case{cpu::RopeLayout::kInterleaved, 64, 12}}) {
     const int64_t tokens = 19;
     const int heads = 5;  // e.g. 4 query heads and one key head of a fused row
     const int64_t stride = heads * c.head_dim + 24;  // a row longer than the rotated heads

@@ -15,7 +15,7 @@
 // 64 MiB, cuBLASLt for larger ones; default: the GEMV for all, gemv_max_weight_mib),
 // gated (cuda: SiLU·up inside the one-row gate/up GEMV, BackendOptions::gated_gemv),
 // sN (cuda: N = 1, 2 or 4 warps per weight row of the one-row GEMV,
-// BackendOptions::gemv_split), persist (cuda: the split-4 GEMV as a persistent grid), mmasync / wgmma (cuda: the prefill attention kernel,
+// BackendOptions::gemv_split), mmasync / wgmma (cuda: the prefill attention kernel,
 // BackendOptions::prefill_attention_kernel; wgmma by default where available),
 // host (fp32 logits copied to the host and the argmax taken there; default: on the
 // device where the backend can). Arms with the same backend settings share one backend.
@@ -136,7 +136,6 @@ int main(int argc, char** argv) {
       int32_t gemv_mib = BackendOptions{}.gemv_max_weight_mib;
       bool gated = BackendOptions{}.gated_gemv;
       int32_t split = BackendOptions{}.gemv_split;
-      bool persistent = BackendOptions{}.gemv_persistent;
       int32_t attention_kernel = BackendOptions{}.prefill_attention_kernel;
       bool device_sampling = true;
       size_t backend = 0;
@@ -162,8 +161,6 @@ int main(int argc, char** argv) {
           arm.gated = true;
         else if (part == "mmasync" || part == "wgmma")
           arm.attention_kernel = part == "wgmma" ? 1 : 0;
-        else if (part == "persist")
-          arm.persistent = true;
         else if (part == "s1" || part == "s2" || part == "s4")
           arm.split = part[1] - '0';
         else if (part == "gemv64mib")
@@ -178,7 +175,7 @@ int main(int argc, char** argv) {
           arm.gemv_rows = std::stoi(part.substr(4));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemv64mib, gated, s1, s2, s4, persist, mmasync, wgmma, host, default)");
+                                "' (gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemv64mib, gated, s1, s2, s4, mmasync, wgmma, host, default)");
       }
       arms.push_back(arm);
     }
@@ -196,7 +193,6 @@ int main(int argc, char** argv) {
                               (arm.prefill_warps ? "+pw" + std::to_string(arm.prefill_warps) : "") +
                               (arm.pdl ? "" : "+nopdl") + (arm.gemv_mib == 64 ? "+gemv64mib" : "") + (arm.gated ? "+gated" : "") +
                               (arm.split != BackendOptions{}.gemv_split ? "+s" + std::to_string(arm.split) : "") +
-                              (arm.persistent ? "+persist" : "") +
                               (arm.attention_kernel != BackendOptions{}.prefill_attention_kernel
                                    ? (arm.attention_kernel ? "+wgmma" : "+mmasync")
                                    : "");
@@ -218,7 +214,6 @@ int main(int argc, char** argv) {
       opt.gemv_max_weight_mib = arm.gemv_mib;
       opt.gated_gemv = arm.gated;
       opt.gemv_split = arm.split;
-      opt.gemv_persistent = arm.persistent;
       opt.prefill_attention_kernel = arm.attention_kernel;
       const auto t_load = std::chrono::steady_clock::now();
       backends.push_back(create_backend(a.get_or("device", "cpu"), *src, config, opt));

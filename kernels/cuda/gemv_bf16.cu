@@ -1,5 +1,3 @@
-#include <algorithm>
-
 #include "kernels/cuda/cuda_utils.cuh"
 #include "kernels/cuda/gemv_bf16.cuh"
 #include "kernels/cuda/gemv_common.cuh"
@@ -147,67 +145,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   gemv::store(y + row, sum);
 }
 
-// The four-warp split as a persistent grid: a CTA walks rows blockIdx.x, + gridDim.x, ...
-// (the grid is what fits on the device at once) and issues the next row's first loads
-// before it works on the current one, so each warp streams without the gap between one
-// CTA's end and the next one's first loads. Same segments and order of addition as
-// gemv_bf16_split_kernel<Out, 4>: the same values.
-template <typename Out>
-__global__ void __launch_bounds__(kWarps * 32)
-    gemv_bf16_rows_kernel(const bf16* __restrict__ w, int64_t n, int64_t k,
-                          const bf16* __restrict__ x, Out* __restrict__ y) {
-  constexpr int U = kGemvBf16Unroll;
-  __shared__ float seg_sum[2][kWarps];  // by iteration parity: one barrier per row
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t k_seg = k / kWarps, off = warp * k_seg, c0 = static_cast<int64_t>(lane) * kChunk;
-  int64_t row = blockIdx.x;  // the grid is at most n
-  uint4 cur[U], next[U];
-  load_batch<U>(w + row * k + off, k_seg, c0, cur);
-  pdl_wait();
-  pdl_release();
-  for (int it = 0; row < n; ++it, row += gridDim.x) {
-    if (row + gridDim.x < n) load_batch<U>(w + (row + gridDim.x) * k + off, k_seg, c0, next);
-    float acc[1] = {0.0f};
-    row_dot<1, U>(w + row * k + off, k_seg, x + off, lane, cur, acc);
-    const float total = warp_sum(acc[0]);
-    if (lane == 0) seg_sum[it & 1][warp] = total;
-    __syncthreads();
-    if (warp == 0 && lane == 0) {
-      float sum = seg_sum[it & 1][0];
-#pragma unroll
-      for (int s = 1; s < kWarps; ++s) sum += seg_sum[it & 1][s];
-      gemv::store(y + row, sum);
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) cur[u] = next[u];
-  }
-}
-
-// CTAs of gemv_bf16_rows_kernel<Out> resident at once on the current device.
-template <typename Out>
-cudaError_t resident_blocks(int& blocks) {
-  int dev = 0, sms = 0, per_sm = 0;
-  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
-  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev); e != cudaSuccess)
-    return e;
-  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_bf16_rows_kernel<Out>,
-                                                                    kWarps * 32, 0);
-      e != cudaSuccess)
-    return e;
-  blocks = std::max(1, sms * per_sm);
-  return cudaSuccess;
-}
-
 template <typename Out, bool kGated>
 cudaError_t launch(const GemvBf16Args& a, Out* y, cudaStream_t stream) {
   if constexpr (!kGated) {  // the split variants exist for one row, where they are compared
-    if (a.persistent) {
-      int blocks = 0;
-      if (cudaError_t e = resident_blocks<Out>(blocks); e != cudaSuccess) return e;
-      return launch_kernel(gemv_bf16_rows_kernel<Out>,
-                           static_cast<unsigned>(std::min<int64_t>(blocks, a.n)), kWarps * 32, 0,
-                           stream, a.w, a.n, a.k, a.x, y);
-    }
     if (a.m == 1 && a.split == 2)
       return launch_kernel(gemv_bf16_split_kernel<Out, 2>, gemv::blocks_for(2 * a.n), kWarps * 32,
                            0, stream, a.w, a.n, a.k, a.x, y);
@@ -236,7 +176,6 @@ cudaError_t gemv_bf16(const GemvBf16Args& a, cudaStream_t stream) {
   if (a.split != 1 && (a.split != 2 && a.split != 4 || a.m != 1 || a.gated ||
                        a.k % (8 * a.split) != 0 || ceil_div(a.n * a.split, kWarps) > INT32_MAX))
     return cudaErrorInvalidValue;
-  if (a.persistent && a.split != kWarps) return cudaErrorInvalidValue;
   if (a.gated) return a.y_bf16 ? launch<bf16, true>(a, a.y_bf16, stream) : cudaErrorInvalidValue;
   return a.y_f32 ? launch<float, false>(a, a.y_f32, stream)
                  : launch<bf16, false>(a, a.y_bf16, stream);

@@ -33,10 +33,6 @@ struct GemvBf16Args {
   // Warps per weight row: 1, or 2 or 4 for one row without the gate, each warp a segment
   // of k (k a multiple of 8 · split), for benchmarks comparing them.
   int split = 1;
-  // With split 4: a persistent grid of the CTAs that fit at once, each walking rows and
-  // issuing the next row's first loads before the current row's work; the same values as
-  // split 4 alone. For benchmarks comparing them.
-  bool persistent = false;
 };
 
 // Whether gemv_bf16 takes this shape and these pointers (else it returns an error).

@@ -39,7 +39,6 @@ cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m
       a.x = x;
       a.m = static_cast<int>(m);
       a.split = m == 1 && w.k % (8 * gemv_split_) == 0 ? gemv_split_ : 1;
-      a.persistent = gemv_persistent_ && a.split == 4;
       set_output(a, out, y);
       return gemv_bf16(a, stream);
     }

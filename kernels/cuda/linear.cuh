@@ -53,8 +53,6 @@ class Linear {
   // Warps per weight row of the one-row GEMV where k allows (GemvBf16Args::split), for
   // benchmarks comparing them.
   void set_gemv_split(int split) { gemv_split_ = split; }
-  // ... and whether split-4 products run as a persistent grid (GemvBf16Args::persistent).
-  void set_gemv_persistent(bool on) { gemv_persistent_ = on; }
 
   GemmBf16& gemm() { return gemm_; }
 
@@ -65,7 +63,6 @@ class Linear {
   int gemv_max_rows_ = 0;
   int64_t gemv_max_weight_bytes_ = INT64_MAX;
   int gemv_split_ = 1;
-  bool gemv_persistent_ = false;
   DeviceBuffer scratch_;  // bf16 expansion of one Q8_0 weight
 };
 

@@ -62,9 +62,6 @@ struct BackendOptions {
   // cuda: warps per weight row of the one-row GEMV where k allows (1, 2 or 4;
   // cuda::GemvBf16Args::split). 4 measured fastest on the H200 (docs/PERFORMANCE.md).
   int32_t gemv_split = 4;
-  // cuda, for benchmarks comparing variants: split-4 GEMVs as a persistent grid
-  // (cuda::GemvBf16Args::persistent).
-  bool gemv_persistent = false;
 };
 
 // How forward_sample() chooses one row's token: sample_token's rules (worker/engine/

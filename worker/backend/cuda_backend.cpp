@@ -67,7 +67,6 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   linear_.set_gemv_max_rows(std::clamp(options.gemv_max_rows, 0, cuda::kGemvBf16MaxRows));
   linear_.set_gemv_max_weight_bytes(int64_t{std::max(options.gemv_max_weight_mib, 0)} << 20);
   linear_.set_gemv_split(options.gemv_split);
-  linear_.set_gemv_persistent(options.gemv_persistent);
   if (options.prefill_variant == 1) linear_.gemm().set_autotune_min_rows(kPrefillAutotuneRows);
   logits_capacity_ = std::max(max_num_seqs_, kMinLogitsRows);
   check(rows_h_.allocate(static_cast<size_t>(logits_capacity_) * config.hidden * 2),

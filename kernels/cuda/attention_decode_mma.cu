@@ -202,32 +202,8 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs
     const int n_in_tile = t_end - (t_begin + tile * kTile);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // rows g and g + 8
-      float mx = -INFINITY;
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float x = s[nt][2 * h + e];
-          if (key0 + nt * 8 + 2 * t + e >= n_in_tile) x = -INFINITY;
-          s[nt][2 * h + e] = x;
-          mx = fmaxf(mx, x);
-        }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m_run[h], mx);
-      const float base = m_new == -INFINITY ? 0.0f : m_new * qk_scale;  // no keys yet for this warp
-      const float alpha = fast_exp2(m_run[h] * qk_scale - base);
-      float sum = 0.0f;
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = fast_exp2(fmaf(s[nt][2 * h + e], qk_scale, -base));
-          s[nt][2 * h + e] = p;
-          sum += p;
-        }
-      l_run[h] = l_run[h] * alpha + sum;
-      m_run[h] = m_new;
+      const float alpha = online_softmax_row<2>([&](int nt, int e) -> float& { return s[nt][2 * h + e]; },
+                                                true, key0, t, n_in_tile, qk_scale, m_run[h], l_run[h]);
 #pragma unroll
       for (int dn = 0; dn < S::kDimTiles; ++dn) o[dn][2 * h] *= alpha, o[dn][2 * h + 1] *= alpha;
     }

@@ -187,36 +187,9 @@ __global__ void __launch_bounds__(NW * 32) prefill_kernel(PagedAttentionArgs a, 
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int nt = 0; nt < S::kKeyTiles; ++nt) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float x = s[mt][nt][2 * h + e];
-            if (masked_tile && tile * kKeysTile + nt * 8 + 2 * t + e >= lim[mt][h]) x = -INFINITY;
-            s[mt][nt][2 * h + e] = x;
-            mx = fmaxf(mx, x);
-          }
-        }
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // Max in raw scores (scale > 0 keeps the order); the scale folds into one FFMA per
-        // probability: p = 2^(s·c − m·c).
-        const float m_new = fmaxf(m_run[mt][h], mx);
-        const float base = m_new == -INFINITY ? 0.0f : m_new * qk_scale;  // a row with no keys yet
-        const float alpha = attn::fast_exp2(m_run[mt][h] * qk_scale - base);
-        float sum = 0.0f;
-#pragma unroll
-        for (int nt = 0; nt < S::kKeyTiles; ++nt) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float p = attn::fast_exp2(fmaf(s[mt][nt][2 * h + e], qk_scale, -base));
-            s[mt][nt][2 * h + e] = p;
-            sum += p;
-          }
-        }
-        l_run[mt][h] = l_run[mt][h] * alpha + sum;
-        m_run[mt][h] = m_new;
+        const float alpha = attn::online_softmax_row<S::kKeyTiles>(
+            [&](int nt, int e) -> float& { return s[mt][nt][2 * h + e]; }, masked_tile, tile * kKeysTile, t,
+            lim[mt][h], qk_scale, m_run[mt][h], l_run[mt][h]);
 #pragma unroll
         for (int dn = 0; dn < S::kDimTiles; ++dn) {
           o[mt][dn][2 * h] *= alpha;

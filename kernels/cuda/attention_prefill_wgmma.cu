@@ -243,36 +243,9 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_wgmma_kernel(PagedAttenti
     const bool masked_tile = (tile + 1) * kKeysTile > mask_from;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < kKeysTile / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float x = s[4 * j + 2 * h + e];
-          if (masked_tile && tile * kKeysTile + 8 * j + 2 * t + e >= lim[h]) x = -INFINITY;
-          s[4 * j + 2 * h + e] = x;
-          mx = fmaxf(mx, x);
-        }
-      }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      // Max in raw scores (scale > 0 keeps the order); the scale folds into one FFMA per
-      // probability: p = 2^(s·c − m·c).
-      const float m_new = fmaxf(m_run[h], mx);
-      const float base = m_new == -INFINITY ? 0.0f : m_new * qk_scale;  // a row with no keys yet
-      const float alpha = fast_exp2(m_run[h] * qk_scale - base);
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kKeysTile / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = fast_exp2(fmaf(s[4 * j + 2 * h + e], qk_scale, -base));
-          s[4 * j + 2 * h + e] = p;
-          sum += p;
-        }
-      }
-      l_run[h] = l_run[h] * alpha + sum;
-      m_run[h] = m_new;
+      const float alpha = online_softmax_row<kKeysTile / 8>(
+          [&](int j, int e) -> float& { return s[4 * j + 2 * h + e]; }, masked_tile, tile * kKeysTile, t,
+          lim[h], qk_scale, m_run[h], l_run[h]);
 #pragma unroll
       for (int j = 0; j < kDim / 8; ++j) {
         o[4 * j + 2 * h] *= alpha;

@@ -8,7 +8,8 @@ namespace sy::cuda {
 namespace {
 
 using gemv::kWarps;
-constexpr int kChunk = 8;  // bf16 values per 16-byte load
+constexpr int kChunk = 8;   // bf16 values per 16-byte load
+constexpr int kUnroll = 4;  // 16-byte weight loads each lane has in flight
 
 // Weights are read once: skip L1 (it keeps the activations) and ask L2 for the next
 // 256 bytes as well.
@@ -48,39 +49,39 @@ __device__ __forceinline__ void fma_chunk(const uint4& w, const bf16* __restrict
 }
 
 // acc[m] += w_row · x[m] for lane `lane` of a warp: chunks lane, lane + 32, ... (8 values
-// each) in order, U loads issued before any is used, the first U already in `first`;
+// each) in order, kUnroll loads issued before any is used, the first kUnroll already in
+// `first`;
 // loads past the row's end are skipped (predicated), so no tail runs one load at a time.
 constexpr int64_t kStep = 32 * kChunk;  // values a warp covers per load
 
-template <int U>
 __device__ __forceinline__ void load_batch(const bf16* __restrict__ w_row, int64_t k, int64_t c,
-                                           uint4 (&wv)[U]) {
+                                           uint4 (&wv)[kUnroll]) {
 #pragma unroll
-  for (int u = 0; u < U; ++u)
+  for (int u = 0; u < kUnroll; ++u)
     wv[u] = c + u * kStep < k ? load_streaming(w_row + c + u * kStep) : make_uint4(0, 0, 0, 0);
 }
 
-template <int M, int U>
+template <int M>
 __device__ __forceinline__ void row_dot(const bf16* __restrict__ w_row, int64_t k,
                                         const bf16* __restrict__ x, int lane,
-                                        const uint4 (&first)[U], float (&acc)[M]) {
+                                        const uint4 (&first)[kUnroll], float (&acc)[M]) {
   const int64_t c0 = static_cast<int64_t>(lane) * kChunk;
 #pragma unroll
-  for (int u = 0; u < U; ++u)
+  for (int u = 0; u < kUnroll; ++u)
     if (c0 + u * kStep < k) fma_chunk<M>(first[u], x, k, c0 + u * kStep, acc);
-  for (int64_t c = c0 + U * kStep; c < k; c += U * kStep) {
-    uint4 wv[U];
-    load_batch<U>(w_row, k, c, wv);
+  for (int64_t c = c0 + kUnroll * kStep; c < k; c += kUnroll * kStep) {
+    uint4 wv[kUnroll];
+    load_batch(w_row, k, c, wv);
 #pragma unroll
-    for (int u = 0; u < U; ++u)
+    for (int u = 0; u < kUnroll; ++u)
       if (c + u * kStep < k) fma_chunk<M>(wv[u], x, k, c + u * kStep, acc);
   }
 }
 
 // One warp per output row: weight row `row` (and, gated, its up row n + row). The first
-// U loads of each are issued before pdl_wait(): under programmatic launch they overlap
-// the kernel ahead (which writes x).
-template <int M, typename Out, bool kGated, int U>
+// kUnroll loads of each are issued before pdl_wait(): under programmatic launch they
+// overlap the kernel ahead (which writes x).
+template <int M, typename Out, bool kGated>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_bf16_kernel(const bf16* __restrict__ w, int64_t n, int64_t k, const bf16* __restrict__ x,
                      Out* __restrict__ y) {
@@ -89,9 +90,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (row >= n) return;
   const int lane = threadIdx.x & 31;
   const int64_t c0 = static_cast<int64_t>(lane) * kChunk;
-  uint4 first[R][U];
+  uint4 first[R][kUnroll];
 #pragma unroll
-  for (int r = 0; r < R; ++r) load_batch<U>(w + (row + r * n) * k, k, c0, first[r]);
+  for (int r = 0; r < R; ++r) load_batch(w + (row + r * n) * k, k, c0, first[r]);
   pdl_wait();
   pdl_release();
   float acc[R][M];
@@ -99,7 +100,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int r = 0; r < R; ++r) {
 #pragma unroll
     for (int m = 0; m < M; ++m) acc[r][m] = 0;
-    row_dot<M, U>(w + (row + r * n) * k, k, x, lane, first[r], acc[r]);
+    row_dot<M>(w + (row + r * n) * k, k, x, lane, first[r], acc[r]);
   }
   if constexpr (kGated) {
 #pragma unroll
@@ -121,7 +122,6 @@ template <typename Out, int S>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_bf16_split_kernel(const bf16* __restrict__ w, int64_t n, int64_t k,
                            const bf16* __restrict__ x, Out* __restrict__ y) {
-  constexpr int U = kGemvBf16Unroll;
   __shared__ float seg_sum[kWarps];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t row = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) / S;
@@ -129,12 +129,12 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t k_seg = k / S, off = seg * k_seg;
   const bool valid = row < n;  // every warp reaches the barrier below
   const bf16* w_seg = w + (valid ? row : 0) * k + off;
-  uint4 first[U];
-  if (valid) load_batch<U>(w_seg, k_seg, static_cast<int64_t>(lane) * kChunk, first);
+  uint4 first[kUnroll];
+  if (valid) load_batch(w_seg, k_seg, static_cast<int64_t>(lane) * kChunk, first);
   pdl_wait();
   pdl_release();
   float acc[1] = {0.0f};
-  if (valid) row_dot<1, U>(w_seg, k_seg, x + off, lane, first, acc);
+  if (valid) row_dot<1>(w_seg, k_seg, x + off, lane, first, acc);
   const float total = warp_sum(acc[0]);
   if (lane == 0) seg_sum[warp] = total;
   __syncthreads();
@@ -157,7 +157,7 @@ cudaError_t launch(const GemvBf16Args& a, Out* y, cudaStream_t stream) {
   }
   if (a.split != 1) return cudaErrorInvalidValue;
   return gemv::dispatch_rows<kGemvBf16MaxRows>(a.m, [&](auto m) {
-    return launch_kernel(gemv_bf16_kernel<decltype(m)::value, Out, kGated, kGemvBf16Unroll>,
+    return launch_kernel(gemv_bf16_kernel<decltype(m)::value, Out, kGated>,
                          gemv::blocks_for(a.n), kWarps * 32, 0, stream, a.w, a.n, a.k, a.x, y);
   });
 }

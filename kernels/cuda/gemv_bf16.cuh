@@ -13,8 +13,6 @@ namespace sy::cuda {
 
 // Rows of x one kernel handles (compile-time variants 1..8).
 inline constexpr int kGemvBf16MaxRows = 8;
-// 16-byte weight loads each lane has in flight.
-inline constexpr int kGemvBf16Unroll = 4;
 
 struct GemvBf16Args {
   const __nv_bfloat16* w = nullptr;  // [n, k] row-major, 16-byte aligned
@@ -31,7 +29,7 @@ struct GemvBf16Args {
   // One warp reads a gate row and its up row. Needs y_bf16.
   bool gated = false;
   // Warps per weight row: 1, or 2 or 4 for one row without the gate, each warp a segment
-  // of k (k a multiple of 8 · split), for benchmarks comparing them.
+  // of k (k a multiple of 8 · split) and the segments' sums added in order.
   int split = 1;
 };
 

@@ -50,8 +50,8 @@ class Linear {
   // (docs/PERFORMANCE.md): without programmatic launch the GEMV beat cuBLASLt on
   // Llama-3-8B's 32 and 48 MiB projections only; with it, on every weight.
   void set_gemv_max_weight_bytes(int64_t bytes) { gemv_max_weight_bytes_ = bytes; }
-  // Warps per weight row of the one-row GEMV where k allows (GemvBf16Args::split), for
-  // benchmarks comparing them.
+  // Warps per weight row of the one-row GEMV where k allows (GemvBf16Args::split; the
+  // cuda backend sets BackendOptions::gemv_split, 4 by default).
   void set_gemv_split(int split) { gemv_split_ = split; }
 
   GemmBf16& gemm() { return gemm_; }

@@ -28,9 +28,9 @@ struct PagedAttentionArgs {
   // Prefill warps per CTA, 4 or 8 (8: twice the query rows share each key/value tile in
   // shared memory); 0 picks the default.
   int prefill_warps = 0;
-  // Prefill kernel, for benchmarks comparing them: 0 mma.sync (attention_prefill.cu), 1
-  // warpgroup MMA (attention_prefill_wgmma.cu: sm_90a, head_dim 128; other head dims run
-  // kernel 0; cudaErrorNotSupported on a build or device without sm_90a).
+  // Prefill kernel: 0 mma.sync (attention_prefill.cu), 1 warpgroup MMA
+  // (attention_prefill_wgmma.cu: sm_90a, head_dim 128; other head dims run kernel 0;
+  // cudaErrorNotSupported where prefill_wgmma_available() is false).
   int prefill_kernel = 0;
   // Decode kernel, for benchmarks comparing variants: 1 CUDA cores, 2 tensor cores (GQA
   // groups >= 2, head_dim >= 16) and a second kernel merging the splits, 3 tensor cores

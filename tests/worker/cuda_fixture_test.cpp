@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "fixture_model_test.h"
 #include "kernels/cuda_test_util.h"
@@ -267,6 +268,27 @@ TEST(CudaBackendDevice, BadNamesAndMissingDevicesAreErrors) {
   EXPECT_NE(missing.find(testing::cuda_device_present() ? "does not exist" : "no CUDA device"),
             std::string::npos)
       << missing;
+}
+
+// Runs with or without a GPU: options outside their ranges are refused before any device
+// work, with the ranges in the message.
+TEST(CudaBackendDevice, BadOptionsAreErrors) {
+  auto src = ModelSource::open(testing::fixture_path("qwen3-tiny-bf16.gguf"));
+  const ModelConfig config = ModelConfig::from_source(*src);
+  auto refused = [&](auto set) {
+    BackendOptions opt;
+    set(opt);
+    try {
+      create_backend("cuda", *src, config, opt);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what()).find("gemv_split 1, 2 or 4") != std::string::npos;
+    }
+    return false;
+  };
+  EXPECT_TRUE(refused([](BackendOptions& o) { o.gemv_split = 3; }));
+  EXPECT_TRUE(refused([](BackendOptions& o) { o.prefill_attention_kernel = 2; }));
+  EXPECT_TRUE(refused([](BackendOptions& o) { o.decode_variant = 5; }));
+  EXPECT_TRUE(refused([](BackendOptions& o) { o.prefill_warps = 6; }));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(testing::all_fixture_models()),

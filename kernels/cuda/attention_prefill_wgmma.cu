@@ -296,6 +296,18 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_wgmma_kernel(PagedAttenti
 
 }  // namespace
 
+cudaError_t launch_prefill_wgmma(const PagedAttentionArgs& a, int max_q_len, cudaStream_t stream) {
+  if (a.head_dim != kDim) return cudaErrorInvalidValue;
+  if (!prefill_wgmma_available()) return cudaErrorNotSupported;
+  const int q_tiles = (max_q_len + kRowsCta - 1) / kRowsCta;
+  if (q_tiles > 65535) return cudaErrorInvalidValue;
+  static std::atomic<uint64_t> smem_set{0};
+  if (cudaError_t e = allow_smem(prefill_wgmma_kernel, kSmemBytes, smem_set); e != cudaSuccess) return e;
+  const dim3 grid(a.n_heads, q_tiles, a.num_seqs);
+  prefill_wgmma_kernel<<<grid, kThreads, kSmemBytes, stream>>>(a, FastDiv::make(a.block_size));
+  return cudaGetLastError();
+}
+
 }  // namespace sy::cuda::attn
 
 namespace sy::cuda {
@@ -310,19 +322,3 @@ bool prefill_wgmma_available() {
 }
 
 }  // namespace sy::cuda
-
-namespace sy::cuda::attn {
-
-cudaError_t launch_prefill_wgmma(const PagedAttentionArgs& a, int max_q_len, cudaStream_t stream) {
-  if (a.head_dim != kDim) return cudaErrorInvalidValue;
-  if (!prefill_wgmma_available()) return cudaErrorNotSupported;
-  const int q_tiles = (max_q_len + kRowsCta - 1) / kRowsCta;
-  if (q_tiles > 65535) return cudaErrorInvalidValue;
-  static std::atomic<uint64_t> smem_set{0};
-  if (cudaError_t e = allow_smem(prefill_wgmma_kernel, kSmemBytes, smem_set); e != cudaSuccess) return e;
-  const dim3 grid(a.n_heads, q_tiles, a.num_seqs);
-  prefill_wgmma_kernel<<<grid, kThreads, kSmemBytes, stream>>>(a, FastDiv::make(a.block_size));
-  return cudaGetLastError();
-}
-
-}  // namespace sy::cuda::attn

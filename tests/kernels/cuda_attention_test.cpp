@@ -181,19 +181,12 @@ int num_sms() {
   return sms;
 }
 
-// The wgmma prefill kernel (PagedAttentionArgs::prefill_kernel 1) runs on compute
-// capability 9.0 only (sm_90a code).
-bool hopper() {
-  int dev = 0, major = 0, minor = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  return major == 9 && minor == 0;
-}
-
-#define SY_SKIP_WITHOUT_HOPPER()  \
-  SY_SKIP_WITHOUT_CUDA();         \
-  if (!hopper()) GTEST_SKIP() << "the wgmma prefill kernel needs compute capability 9.0"
+// The wgmma prefill kernel (PagedAttentionArgs::prefill_kernel 1) needs sm_90a code in the
+// build and a device of compute capability 9.0.
+#define SY_SKIP_WITHOUT_HOPPER()            \
+  SY_SKIP_WITHOUT_CUDA();                   \
+  if (!cuda::prefill_wgmma_available())     \
+  GTEST_SKIP() << "the wgmma prefill kernel needs sm_90a code and compute capability 9.0"
 
 enum class Kernel { kDecode, kPrefill, kPrefillWgmma };
 using Heads = std::vector<std::pair<int, int>>;  // (query heads, kv heads)
@@ -350,8 +343,8 @@ TEST(CudaAttention, PrefillWgmmaMatchesReference) {
   check(make_problem(rng, {16, 4, 128}, {1024}, {3000}, 6.0f), Kernel::kPrefillWgmma);
   check(make_problem(rng, {8, 2, 128, 32}, {100, 33, 700}, {1000, 33, 700}, 4.0f), Kernel::kPrefillWgmma);
   check(make_problem(rng, {32, 8, 128}, {2000, 5}, {2000, 2100}, 4.0f), Kernel::kPrefillWgmma);
-  // Two and three key tiles, ending on and off a tile edge: the pipeline's first and last
-  // P·V without (n = 2) and with (n = 3) an iteration between them.
+  // Two and three key tiles, ending on and off a tile edge: the first, middle and last
+  // tiles of the two-stage K/V ring.
   check(make_problem(rng, {8, 2, 128}, {256, 200, 129, 300}, {256, 200, 257, 384}, 4.0f), Kernel::kPrefillWgmma);
 }
 

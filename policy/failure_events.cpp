@@ -1,0 +1,37 @@
+#include "policy/failure_events.h"
+
+namespace sy::policy {
+
+FailureEvents::FailureEvents(const Clock& clock, HedgeBudget& bucket, double window_s)
+    : clock_(clock), bucket_(bucket), window_s_(window_s) {}
+
+bool FailureEvents::open(size_t replica) const {
+  return replica < events_.size() && clock_.now_s() < events_[replica].until_s;
+}
+
+int32_t FailureEvents::cover_left(size_t replica) const { return open(replica) ? events_[replica].left : 0; }
+
+FailureEvents::Payer FailureEvents::pay_retry(size_t replica, int32_t held, std::span<const bool> usable) {
+  if (replica >= events_.size()) events_.resize(replica + 1);
+  Event& e = events_[replica];
+  if (open(replica)) {
+    if (e.left > 0) {
+      --e.left;
+      return Payer::kEvent;
+    }
+    // Used up: more failures than the replica held (it restarted and failed again, or
+    // hedges raced on it). Those pay one by one; a second event would let a flapping
+    // replica draw a full cover every time.
+    return bucket_.try_spend() ? Payer::kBucket : Payer::kNone;
+  }
+  bool elsewhere = false;  // a replica that can take the requests and is not failing itself
+  for (size_t j = 0; j < usable.size(); ++j) elsewhere = elsewhere || (j != replica && usable[j] && !open(j));
+  if (!elsewhere) return bucket_.try_spend() ? Payer::kBucket : Payer::kNone;
+  if (!bucket_.try_spend()) return Payer::kNone;
+  e.until_s = clock_.now_s() + window_s_;
+  e.left = held > 1 ? held - 1 : 0;  // this retry is the first the event pays
+  ++opened_;
+  return Payer::kNewEvent;
+}
+
+}  // namespace sy::policy

@@ -46,9 +46,15 @@ LimitsConfig read_limits(const Args& a) {
 
 }  // namespace
 
+bool read_numerics(const Args& a) {
+  const std::string v = a.get_or("numerics", "deterministic");
+  if (v != "deterministic" && v != "fast") throw UsageError("--numerics must be deterministic or fast");
+  return v == "deterministic";
+}
+
 std::set<std::string> serve_flag_names() {
   std::set<std::string> names = {"model",        "host",          "port",       "boot-id",           "max-num-seqs", "kv-blocks",
-                                 "kv-memory-gb", "prefill-chunk", "block-size", "served-model-name", "http-threads"};
+                                 "kv-memory-gb", "prefill-chunk", "block-size", "served-model-name", "http-threads", "numerics"};
   names.insert(std::begin(kLimitFlags), std::end(kLimitFlags));
   return names;
 }
@@ -77,6 +83,7 @@ ServeFlags read_serve_flags(const Args& a) {
   f.boot_id = a.get_or("boot-id", "");
   f.served_model_name = a.get_or("served-model-name", default_model_name(f.model));
   f.limits = read_limits(a);
+  f.deterministic = read_numerics(a);
   return f;
 }
 

@@ -17,6 +17,18 @@ namespace sy {
 
 struct BackendOptions {
   int32_t block_size = 16;
+  // Batch-invariant numerics (docs/NUMERICS.md): a sequence's logits are the same bits
+  // whatever else shares its batch, however its prompt is chunked, whether a position is
+  // computed by a prefill or a decode step and whether its prefix came from the cache, so
+  // that a seeded stream continued on another replica draws the same tokens. cpu: the
+  // fixed-order GEMM (kernels/cpu/invariant_gemm.h) instead of OpenBLAS; cuda: every
+  // product through cuBLASLt with one algorithm per weight shape (no GEMV, no split-K),
+  // decode rows through the prefill attention kernel (one fixed key tiling for every
+  // step kind), RoPE and the KV write unfused.
+  bool deterministic = true;
+  // cuda, deterministic: the row count whose cuBLASLt heuristic choice becomes a weight
+  // shape's one algorithm (GemmBf16::set_fixed_algorithm_rows).
+  int32_t deterministic_gemm_rows = 256;
   int32_t num_kv_blocks = 0;  // 0: derive from kv_memory_bytes
   size_t kv_memory_bytes = size_t{2} << 30;
   // cuda: with num_kv_blocks 0 and this > 0, the KV cache takes this fraction of the

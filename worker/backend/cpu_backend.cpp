@@ -8,6 +8,7 @@
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/invariant_gemm.h"
 #include "kernels/cpu/norm.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -33,7 +34,7 @@ void for_row_chunks(int64_t rows, Fn&& fn) {
 }  // namespace
 
 CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options)
-    : weights_(ModelWeights::load(src, config)), block_size_(options.block_size) {
+    : weights_(ModelWeights::load(src, config)), block_size_(options.block_size), deterministic_(options.deterministic) {
   if (block_size_ <= 0 || block_size_ > 1024) throw std::invalid_argument("block size must be in 1..1024");
   rope_.head_dim = config.head_dim;
   rope_.rot_dim = config.rope_dim;
@@ -45,6 +46,13 @@ CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const 
   layer_kv_floats_ = static_cast<size_t>(num_blocks_) * static_cast<size_t>(block_size_) * static_cast<size_t>(config.kv_dim());
   // Not zeroed: pages are touched only when a block is first written.
   kv_.reset(new float[layer_kv_floats_ * 2 * static_cast<size_t>(config.n_layers)]);
+}
+
+void CpuBackend::matmul(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k) const {
+  if (deterministic_)
+    cpu::matmul_nt_invariant(x, w, y, m, n, k, false, cpu::ThreadPool::global());
+  else
+    cpu::matmul_nt(x, w, y, m, n, k);
 }
 
 void CpuBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
@@ -91,7 +99,7 @@ void CpuBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
       else
         cpu::add_rms_norm(&x_[r0 * H], &proj_[r0 * H], L.attn_norm.data(), &h_[r0 * H], r1 - r0, H, c.rms_eps);
     });
-    cpu::matmul_nt(h_.data(), L.wqkv.data(), qkv_.data(), T, QKV, H);
+    matmul(h_.data(), L.wqkv.data(), qkv_.data(), T, QKV, H);
     for_row_chunks(T, [&](int64_t r0, int64_t r1) {
       for (int64_t t = r0; t < r1; ++t) {
         float* row = &qkv_[static_cast<size_t>(t * QKV)];
@@ -109,13 +117,13 @@ void CpuBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
     ap.cache.v = ap.cache.k + layer_kv_floats_;
     cpu::write_kv(ap);
     cpu::paged_attention(ap, pool);
-    cpu::matmul_nt(attn_.data(), L.wo.data(), proj_.data(), T, H, Q);
+    matmul(attn_.data(), L.wo.data(), proj_.data(), T, H, Q);
     for_row_chunks(T, [&](int64_t r0, int64_t r1) {
       cpu::add_rms_norm(&x_[r0 * H], &proj_[r0 * H], L.ffn_norm.data(), &h_[r0 * H], r1 - r0, H, c.rms_eps);
     });
-    cpu::matmul_nt(h_.data(), L.w_gate_up.data(), gate_up_.data(), T, 2 * F, H);
+    matmul(h_.data(), L.w_gate_up.data(), gate_up_.data(), T, 2 * F, H);
     for_row_chunks(T, [&](int64_t r0, int64_t r1) { cpu::silu_mul(&gate_up_[r0 * 2 * F], &act_[r0 * F], r1 - r0, F); });
-    cpu::matmul_nt(act_.data(), L.w_down.data(), proj_.data(), T, H, F);
+    matmul(act_.data(), L.w_down.data(), proj_.data(), T, H, F);
   }
 
   // Final residual add and norm, only for the rows whose logits are wanted.
@@ -127,7 +135,7 @@ void CpuBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
   }
   cpu::rms_norm(last.data(), weights_.output_norm.data(), last.data(), R, H, c.rms_eps);
   logits.resize(static_cast<size_t>(R * c.vocab));
-  cpu::matmul_nt(last.data(), weights_.output_matrix(), logits.data(), R, c.vocab, H);
+  matmul(last.data(), weights_.output_matrix(), logits.data(), R, c.vocab, H);
 }
 
 }  // namespace sy

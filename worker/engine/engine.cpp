@@ -69,9 +69,7 @@ class Engine::Impl {
     s->tokens = s->request.prompt_ids;
     s->prompt_len = static_cast<int32_t>(s->tokens.size());
     s->tokens.insert(s->tokens.end(), s->request.resume_ids.begin(), s->request.resume_ids.end());
-    // The other replica sent the resume ids' text; only bytes of a character it could
-    // not finish are still owed.
-    s->decoder.push(s->request.resume_ids);
+    output.resume(*s);
     engine.stats_.prompt_tokens_total += s->prompt_len;
     if (s->num_generated() >= s->request.sampling.max_tokens) {
       s->cached_tokens = 0;

@@ -21,6 +21,11 @@ size_t held_suffix(const std::string& text, const std::vector<std::string>& stop
 
 }  // namespace
 
+void OutputProcessor::resume(Sequence& s) const {
+  const std::string text = s.decoder.push(s.request.resume_ids);
+  s.unsent = text.substr(text.size() - held_suffix(text, s.request.sampling.stop));
+}
+
 void OutputProcessor::observe_token_time(Sequence& s, WorkerStats& stats, LatencyObserver* latency) {
   const auto now = std::chrono::steady_clock::now();
   if (!s.last_token_at) {

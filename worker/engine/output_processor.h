@@ -21,6 +21,14 @@ class OutputProcessor {
   // removes it from the scheduler).
   bool add_token(Sequence& s, const SampleResult& r, WorkerStats& stats, LatencyObserver* latency);
 
+  // A request that continues a stream begun elsewhere (resume ids): puts the decoder and
+  // the held-back text where the other replica had them, so the next token's text
+  // starts exactly where the client's text stopped. The other replica sent every
+  // complete character of the resume ids except a tail that may begin a stop string;
+  // that tail is a function of the text alone (the longest suffix that is a proper
+  // prefix of a stop string), so it is computed here again and owed to the client.
+  void resume(Sequence& s) const;
+
   // Sends the finish event: held-back text, usage, the reason.
   void finish(Sequence& s, FinishReason reason, WorkerStats& stats, std::string matched_stop = {}, int32_t extra_tokens = 0);
 

@@ -34,7 +34,7 @@ void GemmBf16::destroy(Plan& p) {
 // Row-major y[m, n] is column-major yᵀ[n, m] = w · xᵀ: A = w read as column-major
 // [k, n] and transposed, B = x read as column-major [k, m] (the "TN" layout).
 cudaError_t GemmBf16::make_plan(const Shape& shape, Plan& p, int want,
-                                std::vector<cublasLtMatmulAlgo_t>& candidates) {
+                                std::vector<cublasLtMatmulAlgo_t>& candidates, bool one_pass) {
   const auto [m, n, k, out] = shape;
   const cudaDataType_t c_type = out == GemmOut::kF32 ? CUDA_R_32F : CUDA_R_16BF;
   auto ok = [&](cublasStatus_t s) {
@@ -57,6 +57,7 @@ cudaError_t GemmBf16::make_plan(const Shape& shape, Plan& p, int want,
     return cudaErrorUnknown;
   }
   const size_t workspace_bytes = workspace_.bytes();
+  const uint32_t reduction_mask = CUBLASLT_REDUCTION_SCHEME_NONE;
   cublasLtMatmulPreference_t pref = nullptr;
   std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(want));
   int found = 0;
@@ -64,6 +65,9 @@ cudaError_t GemmBf16::make_plan(const Shape& shape, Plan& p, int want,
       ok(cublasLtMatmulPreferenceCreate(&pref)) &&
       ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                               &workspace_bytes, sizeof(workspace_bytes))) &&
+      (!one_pass ||
+       ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                               &reduction_mask, sizeof(reduction_mask)))) &&
       ok(cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref, want,
                                         results.data(), &found));
   if (pref) cublasLtMatmulPreferenceDestroy(pref);
@@ -76,6 +80,31 @@ cudaError_t GemmBf16::make_plan(const Shape& shape, Plan& p, int want,
   for (int i = 0; i < found; ++i)
     if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS)
       candidates.push_back(results[static_cast<size_t>(i)].algo);
+  return cudaSuccess;
+}
+
+void GemmBf16::set_fixed_algorithm_rows(int64_t rows) {
+  fixed_rows_ = rows;
+  fixed_.clear();
+  for (auto& [s, plan] : plans_) destroy(plan);
+  plans_.clear();
+}
+
+cudaError_t GemmBf16::fixed_algorithm(int64_t n, int64_t k, GemmOut out,
+                                      cublasLtMatmulAlgo_t& algo) {
+  const Shape key{0, n, k, out};
+  if (const auto it = fixed_.find(key); it != fixed_.end()) {
+    algo = it->second;
+    return cudaSuccess;
+  }
+  Plan reference;
+  std::vector<cublasLtMatmulAlgo_t> candidates;
+  if (const cudaError_t e = make_plan({fixed_rows_, n, k, out}, reference, 1, candidates, true);
+      e != cudaSuccess)
+    return e;
+  algo = reference.algo;
+  destroy(reference);
+  fixed_.emplace(key, algo);
   return cudaSuccess;
 }
 
@@ -136,6 +165,20 @@ cudaError_t GemmBf16::matmul_nt(const __nv_bfloat16* x, const __nv_bfloat16* w, 
     }
     Plan p;
     std::vector<cublasLtMatmulAlgo_t> candidates;
+    if (fixed_rows_ > 0) {
+      cublasLtMatmulAlgo_t algo{};
+      if (const cudaError_t e = fixed_algorithm(n, k, out, algo); e != cudaSuccess) return e;
+      if (const cudaError_t e = make_plan(shape, p, 1, candidates, true); e != cudaSuccess) return e;
+      cublasLtMatmulHeuristicResult_t check{};
+      last_status_ = cublasLtMatmulAlgoCheck(handle_, p.desc, p.a, p.b, p.c, p.c, &algo, &check);
+      if (last_status_ != CUBLAS_STATUS_SUCCESS || check.workspaceSize > workspace_.bytes()) {
+        destroy(p);
+        return cudaErrorNotSupported;
+      }
+      p.algo = algo;
+      it = plans_.emplace(shape, p).first;
+      return run_plan(it->second, x, w, y, stream);
+    }
     const bool tune = autotune_min_rows_ > 0 && m >= autotune_min_rows_;
     if (const cudaError_t e = make_plan(shape, p, tune ? kAutotuneCandidates : 1, candidates);
         e != cudaSuccess)
@@ -163,7 +206,11 @@ cudaError_t GemmBf16::matmul_nt(const __nv_bfloat16* x, const __nv_bfloat16* w, 
     }
     it = plans_.emplace(shape, p).first;
   }
-  const Plan& p = it->second;
+  return run_plan(it->second, x, w, y, stream);
+}
+
+cudaError_t GemmBf16::run_plan(const Plan& p, const __nv_bfloat16* x, const __nv_bfloat16* w,
+                               void* y, cudaStream_t stream) {
   const float alpha = 1.0f, beta = 0.0f;
   last_status_ = cublasLtMatmul(handle_, p.desc, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c,
                                 &p.algo, workspace_.get(), workspace_.bytes(), stream);

@@ -1,7 +1,10 @@
 // BF16 matrix products through cuBLASLt: y[m, n] = x[m, k] · w[n, k]ᵀ, row-major, bf16
 // inputs, fp32 accumulation, bf16 or fp32 output. One algorithm is chosen by cuBLASLt's
 // heuristic per (m, n, k, output type), once, and cached; the workspace is allocated
-// once, so calls can be captured in a CUDA graph.
+// once, so calls can be captured in a CUDA graph. With a fixed algorithm
+// (set_fixed_algorithm_rows) every row count of one weight shape runs the same algorithm,
+// without split-K, so that a row's result does not depend on how many rows share the call
+// (batch-invariant numerics, docs/NUMERICS.md).
 #pragma once
 
 #include <cublasLt.h>
@@ -44,6 +47,13 @@ class GemmBf16 {
   void set_autotune_min_rows(int64_t rows);
   static constexpr int kAutotuneCandidates = 8;
 
+  // rows > 0: every product of one (n, k, output) shape runs the algorithm cuBLASLt's
+  // heuristic picks for `rows` rows among those that reduce over k in one pass (no
+  // split-K), whatever m is; a shape where cuBLASLt refuses it for some m is an error
+  // (cudaErrorNotSupported), never a silent switch. 0 (the default): per-m heuristic.
+  // Changing it drops the cached plans.
+  void set_fixed_algorithm_rows(int64_t rows);
+
   cublasStatus_t last_status() const { return last_status_; }
   size_t cached_plans() const { return plans_.size(); }
 
@@ -55,17 +65,24 @@ class GemmBf16 {
   };
   using Shape = std::tuple<int64_t, int64_t, int64_t, GemmOut>;
 
-  // Fills the plan's descriptors and its heuristic candidates (at most `want`).
+  // Fills the plan's descriptors and its heuristic candidates (at most `want`; with
+  // one_pass, only algorithms without split-K reduction).
   cudaError_t make_plan(const Shape& shape, Plan& plan, int want,
-                        std::vector<cublasLtMatmulAlgo_t>& candidates);
+                        std::vector<cublasLtMatmulAlgo_t>& candidates, bool one_pass = false);
+  // The fixed algorithm of a weight shape (set_fixed_algorithm_rows), found once.
+  cudaError_t fixed_algorithm(int64_t n, int64_t k, GemmOut out, cublasLtMatmulAlgo_t& algo);
   // Times each candidate on these operands and keeps the fastest in plan.algo.
   cudaError_t autotune(Plan& plan, const std::vector<cublasLtMatmulAlgo_t>& candidates,
                        const __nv_bfloat16* x, const __nv_bfloat16* w, void* y,
+                       cudaStream_t stream);
+  cudaError_t run_plan(const Plan& plan, const __nv_bfloat16* x, const __nv_bfloat16* w, void* y,
                        cudaStream_t stream);
   static void destroy(Plan& plan);
 
   cublasLtHandle_t handle_ = nullptr;
   int64_t autotune_min_rows_ = 0;
+  int64_t fixed_rows_ = 0;
+  std::map<Shape, cublasLtMatmulAlgo_t> fixed_;  // by (0, n, k, output)
   DeviceBuffer workspace_;
   std::map<Shape, Plan> plans_;
   std::map<Shape, cublasLtMatmulAlgo_t> tuned_;  // by (row bucket, n, k, output)

@@ -16,8 +16,13 @@ void set_output(Args& a, GemmOut out, void* y) {
 
 }  // namespace
 
+void Linear::set_batch_invariant(int64_t reference_rows) {
+  batch_invariant_ = reference_rows > 0;
+  gemm_.set_fixed_algorithm_rows(reference_rows);
+}
+
 bool Linear::takes_gemv(const LinearWeight& w, const __nv_bfloat16* x, int64_t m) const {
-  return !w.is_q8_0() && m <= gemv_max_rows_ && w.n * w.k * 2 <= gemv_max_weight_bytes_ &&
+  return !batch_invariant_ && !w.is_q8_0() && m <= gemv_max_rows_ && w.n * w.k * 2 <= gemv_max_weight_bytes_ &&
          gemv_bf16_supports(w.bf16, w.n, w.k, x, static_cast<int>(m));
 }
 
@@ -44,7 +49,7 @@ cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m
     }
     return gemm_.matmul_nt(x, w.bf16, y, out, m, w.n, w.k, stream);
   }
-  if (m <= kQ8_0GemvMaxRows) {
+  if (m <= kQ8_0GemvMaxRows && !batch_invariant_) {
     Q8_0GemvArgs a;
     a.w = w.q8_0;
     a.x = x;

@@ -54,6 +54,13 @@ class Linear {
   // cuda backend sets BackendOptions::gemv_split, 4 by default).
   void set_gemv_split(int split) { gemv_split_ = split; }
 
+  // Batch-invariant numerics (docs/NUMERICS.md): every product of a weight, whatever its
+  // row count, runs the GEMM with one fixed algorithm (GemmBf16::set_fixed_algorithm_rows
+  // with `reference_rows`), never the GEMVs, whose sums run in another order; Q8_0
+  // weights are expanded to bf16 for every product. 0 turns it off.
+  void set_batch_invariant(int64_t reference_rows);
+  bool batch_invariant() const { return batch_invariant_; }
+
   GemmBf16& gemm() { return gemm_; }
 
  private:
@@ -63,6 +70,7 @@ class Linear {
   int gemv_max_rows_ = 0;
   int64_t gemv_max_weight_bytes_ = INT64_MAX;
   int gemv_split_ = 1;
+  bool batch_invariant_ = false;
   DeviceBuffer scratch_;  // bf16 expansion of one Q8_0 weight
 };
 

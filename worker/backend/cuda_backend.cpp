@@ -39,15 +39,17 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
       prefill_warps_(options.prefill_warps),
       prefill_attention_kernel_(options.prefill_attention_kernel),
       programmatic_launch_(options.programmatic_launch),
-      gated_gemv_(options.gated_gemv) {
+      gated_gemv_(options.gated_gemv),
+      deterministic_(options.deterministic) {
   if (decode_variant_ < 0 || decode_variant_ > 2 || options.prefill_variant < 0 ||
       options.prefill_variant > 1 ||
       (prefill_warps_ != 0 && prefill_warps_ != 4 && prefill_warps_ != 8) ||
       prefill_attention_kernel_ < 0 || prefill_attention_kernel_ > 1 ||
-      (options.gemv_split != 1 && options.gemv_split != 2 && options.gemv_split != 4))
+      (options.gemv_split != 1 && options.gemv_split != 2 && options.gemv_split != 4) ||
+      (options.deterministic && options.deterministic_gemm_rows <= 0))
     throw std::invalid_argument(
         "decode_variant must be 0..2, prefill_variant 0 or 1, prefill_warps 0, 4 or 8, "
-        "prefill_attention_kernel 0 or 1, gemv_split 1, 2 or 4");
+        "prefill_attention_kernel 0 or 1, gemv_split 1, 2 or 4, deterministic_gemm_rows > 0");
   if (block_size_ <= 0 || block_size_ > 1024)
     throw std::invalid_argument("block size must be in 1..1024");
   int devices = 0;
@@ -69,6 +71,7 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   linear_.set_gemv_max_weight_bytes(int64_t{std::max(options.gemv_max_weight_mib, 0)} << 20);
   linear_.set_gemv_split(options.gemv_split);
   if (options.prefill_variant == 1) linear_.gemm().set_autotune_min_rows(kPrefillAutotuneRows);
+  if (deterministic_) linear_.set_batch_invariant(options.deterministic_gemm_rows);
   logits_capacity_ = std::max(max_num_seqs_, kMinLogitsRows);
   check(rows_h_.allocate(static_cast<size_t>(logits_capacity_) * config.hidden * 2),
         "allocating logits rows");
@@ -102,10 +105,12 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   std::fprintf(stderr,
                "cuda backend: device %d (%s, %d SMs): weights %.2f GiB, KV cache %d blocks (%.2f "
                "GiB), decode graphs for 1..%d sequences, bf16 GEMV up to %d rows, prefill "
-               "attention on %s\n",
+               "attention on %s, %s numerics\n",
                device, prop.name, num_sms_, static_cast<double>(weights_.device_bytes) / (1 << 30),
                num_blocks_, static_cast<double>(kv_.bytes()) / (1 << 30), max_num_seqs_,
-               linear_.gemv_max_rows(), prefill_attention_kernel_ == 1 ? "wgmma" : "mma.sync");
+               deterministic_ ? 0 : linear_.gemv_max_rows(),
+               prefill_attention_kernel_ == 1 ? "wgmma" : "mma.sync",
+               deterministic_ ? "batch-invariant" : "fast");
 }
 
 CudaBackend::~CudaBackend() {

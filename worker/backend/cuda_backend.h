@@ -95,6 +95,7 @@ class CudaBackend : public Backend {
   int prefill_attention_kernel_;
   bool programmatic_launch_;
   bool gated_gemv_;
+  bool deterministic_;
   cudaStream_t stream_ = nullptr;
   CudaModelWeights weights_;
   cuda::Linear linear_;

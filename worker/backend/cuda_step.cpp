@@ -65,12 +65,16 @@ void CudaBackend::enqueue_layers(const Step& step) {
   a.prefill_kernel = prefill_attention_kernel_;
   // Decode variants 1 and 2: RoPE fused with the KV write; 2 also the one-launch decode
   // attention where the tensor-core kernel applies (GQA groups of 2 or more).
-  const bool fused_decode = step.decode && decode_variant_ >= 1;
+  // Deterministic numerics (BackendOptions::deterministic): a decode row goes through the
+  // prefill kernels, RoPE and KV write included, exactly as the same position would in a
+  // prefill step.
+  const bool decode_kernels = step.decode && !deterministic_;
+  const bool fused_decode = decode_kernels && decode_variant_ >= 1;
   if (fused_decode && decode_variant_ == 2 && c.n_heads / c.n_kv_heads >= 2 && c.head_dim >= 16) {
     a.decode_variant = 3;
     a.split_counters = split_counters_.as<int32_t>();
   }
-  const int splits = step.decode ? cuda::decode_num_splits(step.seqs, c.n_kv_heads, num_sms_) : 0;
+  const int splits = decode_kernels ? cuda::decode_num_splits(step.seqs, c.n_kv_heads, num_sms_) : 0;
 
   for (int l = 0; l < c.n_layers; ++l) {
     const CudaLayerWeights& L = weights_.layers[static_cast<size_t>(l)];
@@ -100,7 +104,7 @@ void CudaBackend::enqueue_layers(const Step& step) {
           "RoPE");
       check(cuda::write_kv_cache(a, stream_), "KV cache write");
     }
-    if (step.decode)
+    if (decode_kernels)
       check(cuda::paged_decode_attention(a, splits, stream_), "decode attention");
     else
       check(cuda::paged_prefill_attention(a, step.max_q_len, step.max_context, stream_),

@@ -2,6 +2,8 @@
 // (through cpu::matmul_nt) on the same bf16-rounded or dequantized inputs.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "cuda_test_util.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/gemm.h"
@@ -101,6 +103,51 @@ TEST(CudaGemmBf16, AutotunedAlgorithmsMatchSgemm) {
         ASSERT_TRUE(std::isfinite(y32[i]) && std::isfinite(y16[i])) << "element " << i;
       EXPECT_LT(relative_error(y32, p.want), kF32Tolerance) << s.m << "x" << s.n << "x" << s.k;
       EXPECT_LT(relative_error(y16, p.want), kBf16Rounding) << s.m << "x" << s.n << "x" << s.k;
+    }
+  }
+}
+
+// With a fixed algorithm (batch-invariant numerics) the first rows' products are the
+// same bits whatever the row count of the call, through GemmBf16 and through Linear in
+// batch-invariant mode (no GEMV), and still match sgemm.
+TEST(CudaGemmBf16, FixedAlgorithmRowsAreTheSameBitsForEveryRowCount) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  cuda::Linear linear;
+  SY_CUDA_OK(linear.init(0));
+  linear.set_gemv_max_rows(8);
+  linear.set_batch_invariant(256);
+  // Llama-3-8B's projections (QKV, O, gate/up, down) and a small odd one.
+  for (const auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}, {333, 96}}) {
+    constexpr int64_t kMaxRows = 2048;
+    const std::vector<float> x = rounded_to_bf16(normal_floats(rng, kMaxRows * k));
+    const std::vector<float> wf = rounded_to_bf16(normal_floats(rng, n * k, 0.05f));
+    std::vector<float> want(static_cast<size_t>(4 * n));  // sgemm of the first four rows
+    cpu::matmul_nt(x.data(), wf.data(), want.data(), 4, n, k);
+    const DeviceArray<uint16_t> d_x(to_bf16(x)), d_w(to_bf16(wf));
+    cuda::LinearWeight w;
+    w.n = n;
+    w.k = k;
+    w.bf16 = d_w.as<bf16>();
+    std::vector<float> first;  // the first rows of the first call (4 rows)
+    for (const int64_t m : {int64_t{4}, int64_t{1}, int64_t{2}, int64_t{7}, int64_t{16}, int64_t{64}, int64_t{257},
+                            int64_t{1000}, kMaxRows}) {
+      SCOPED_TRACE(std::to_string(m) + " rows");
+      DeviceArray<float> y(static_cast<size_t>(m * n));
+      y.poison();
+      SY_CUDA_OK(linear.run(w, d_x.as<bf16>(), m, y.get(), cuda::GemmOut::kF32, nullptr));
+      const std::vector<float> got = y.download();
+      const int64_t rows = std::min<int64_t>(m, 4);
+      if (first.empty()) {
+        first.assign(got.begin(), got.begin() + rows * n);
+        EXPECT_LT(relative_error(first, want), kF32Tolerance) << n << "x" << k;
+        continue;
+      }
+      size_t differ = 0;
+      for (int64_t i = 0; i < rows * n; ++i)
+        if (std::memcmp(&got[static_cast<size_t>(i)], &first[static_cast<size_t>(i)], sizeof(float)) != 0) ++differ;
+      EXPECT_EQ(differ, 0u) << n << "x" << k << ": " << differ << " of the first " << rows * n
+                            << " outputs differ between a call of " << m << " rows and one of 4";
     }
   }
 }

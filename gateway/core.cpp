@@ -3,7 +3,9 @@
 #include "gateway/proxy_request.h"
 
 #include <algorithm>
+#include <memory>
 #include <random>
+#include <span>
 
 namespace sy::gateway {
 
@@ -37,6 +39,11 @@ GatewayCore::GatewayCore(boost::asio::any_io_executor core, const FleetConfig& c
       fleet_(std::make_shared<Fleet>(core, config.routing.approx_index_capacity)),
       resilience_(config.resilience),
       budget_(config.resilience.budget_ratio),
+      // An event stays open for the longest silence the watchdog allows an attempt (the
+      // stall limit's upper bound, or the first-token timeout for attempts still waiting
+      // for their first token), so every attempt a failed replica held has failed within
+      // it; a killed replica's attempts fail within milliseconds anyway.
+      failure_events_(clock_, budget_, std::max(config.resilience.stall_max_s, config.resilience.first_token_timeout_s)),
       redispatch_(core) {}
 
 AttemptTimeouts GatewayCore::timeouts_for(const ProxyRequest& r) const {
@@ -128,14 +135,29 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
   return true;
 }
 
-bool GatewayCore::retry(std::shared_ptr<ProxyRequest> r, size_t failed_replica, int32_t attempts) {
-  fleet_->attempt_failed(failed_replica);
-  if (closing_ || attempts >= resilience_.max_attempts || !budget_.try_spend()) {
+bool GatewayCore::retry(std::shared_ptr<ProxyRequest> r, const FailedAttempt& failed, int32_t attempts) {
+  const size_t i = failed.replica;
+  // What the replica held when this attempt failed: every request still on it, this one
+  // included. Each failed attempt gives its slot back only here, after this count, so the
+  // first failure of a dead replica counts all its requests however their failures are
+  // interleaved on this strand.
+  const int32_t held = fleet_->load(i).in_flight;
+  fleet_->finished(i, failed.first_token, failed.uncached_tokens, 0, 0);
+  fleet_->attempt_failed(i);
+  using Payer = policy::FailureEvents::Payer;
+  Payer payer = Payer::kNone;
+  if (!closing_ && attempts < resilience_.max_attempts) {
+    const auto usable = std::make_unique<bool[]>(fleet_->size());
+    for (size_t j = 0; j < fleet_->size(); ++j) usable[j] = fleet_->usable(j);
+    payer = failure_events_.pay_retry(i, failed.incarnation, held, std::span<const bool>(usable.get(), fleet_->size()));
+  }
+  if (payer == Payer::kNone) {
     ++counters_.retries_denied;
     return false;
   }
+  if (payer == Payer::kNewEvent) ++counters_.failure_events;
   ++counters_.retries;
-  route(std::move(r), failed_replica);
+  route(std::move(r), i);
   return true;
 }
 

@@ -19,6 +19,7 @@
 #include "gateway/fleet.h"
 #include "policy/admission_queue.h"
 #include "policy/clock.h"
+#include "policy/failure_events.h"
 #include "policy/hedge_budget.h"
 #include "policy/router.h"
 
@@ -50,7 +51,8 @@ struct GatewayCounters {
   int64_t failed = 0;
   int64_t cancelled = 0;
   int64_t retries = 0;           // attempts after the first (failover)
-  int64_t retries_denied = 0;    // failures the hedge budget (or max_attempts) did not pay a retry for
+  int64_t retries_denied = 0;    // failures the retry budget (or max_attempts) did not pay a retry for
+  int64_t failure_events = 0;    // replica failures budgeted once for the retries of what it held
   int64_t hedges = 0;            // second attempts sent before a first token
   int64_t hedges_won = 0;        // ... that produced the first token
   int64_t hedges_denied = 0;     // hedges the budget refused
@@ -68,6 +70,15 @@ struct AttemptTimeouts {
   double stall = 30;
 };
 
+// An attempt that failed with no sibling to carry on. It still holds its replica slot
+// until the core's retry decision has counted what the replica held.
+struct FailedAttempt {
+  size_t replica = 0;
+  uint64_t incarnation = 0;  // which worker process of the replica (its boot id, hashed)
+  bool first_token = false;
+  int64_t uncached_tokens = 0;
+};
+
 class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
  public:
   GatewayCore(boost::asio::any_io_executor core, const FleetConfig& config);
@@ -83,9 +94,10 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   // On the core strand. Queues the request or answers it at once (429 full, 503 when
   // no replica exists to wait for).
   void submit(std::shared_ptr<ProxyRequest> r);
-  // An attempt on `failed_replica` failed: if the budget allows, sends the request again
-  // (to another replica when one has room, else through the queue) and returns true.
-  bool retry(std::shared_ptr<ProxyRequest> r, size_t failed_replica, int32_t attempts);
+  // Attempt `failed` failed: gives its replica slot back and, if max_attempts and the
+  // retry budget allow (the replica's failure event, else the bucket), sends the request
+  // again (to another replica when one has room, else through the queue) and returns true.
+  bool retry(std::shared_ptr<ProxyRequest> r, const FailedAttempt& failed, int32_t attempts);
   // r's attempt on `busy_replica` has no first token after the hedge delay: if the budget
   // allows and another replica has room, sends a second attempt there.
   void hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, int32_t attempts);
@@ -135,7 +147,8 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   bool closing_ = false;
   LatencyWindow ttft_, itl_, attempt_ttft_;
   ResilienceConfig resilience_;
-  policy::HedgeBudget budget_;
+  policy::HedgeBudget budget_;           // hedges, and retries no failure event pays for
+  policy::FailureEvents failure_events_;  // spends budget_: declared after it
   boost::asio::steady_timer redispatch_;  // wakes dispatch() when an ejection ends
   AttemptTimeouts timeouts_for(const ProxyRequest& r) const;
   // Sends r to the best replica with room. `exclude`: not that one when another has room

@@ -199,7 +199,7 @@ nlohmann::json Gateway::status_json() const {
           {"in_flight", core_->in_flight()},
           {"counters", {{"requests", c.requests_total}, {"completed", c.completed}, {"failed", c.failed}, {"cancelled", c.cancelled},
                         {"rejected_queue_full", c.rejected_queue_full}, {"rejected_no_replica", c.rejected_no_replica},
-                        {"retries", c.retries}, {"retries_denied", c.retries_denied}, {"hedges", c.hedges},
+                        {"retries", c.retries}, {"retries_denied", c.retries_denied}, {"failure_events", c.failure_events}, {"hedges", c.hedges},
                         {"hedges_won", c.hedges_won}, {"hedges_denied", c.hedges_denied}, {"stalls", c.stalls},
                         {"output_tokens", c.output_tokens}, {"prompt_tokens", c.prompt_tokens}, {"cached_tokens", c.cached_tokens}}},
           {"latency", {{"ttft_p50", core_->ttft().percentile(0.5)}, {"ttft_p90", core_->ttft().percentile(0.9)}, {"ttft_p99", core_->ttft().percentile(0.99)},
@@ -244,6 +244,7 @@ void Gateway::handle_metrics(std::shared_ptr<http::Exchange> ex) {
     set_total("switchyard_gateway_output_tokens_total", "Tokens generated for clients", c.output_tokens);
     set_total("switchyard_gateway_retries_total", "Attempts sent again after a failed attempt (failover)", c.retries);
     set_total("switchyard_gateway_retries_denied_total", "Failed attempts the retry budget did not pay for", c.retries_denied);
+    set_total("switchyard_gateway_failure_events_total", "Replica failures whose requests' retries were budgeted once, together", c.failure_events);
     set_total("switchyard_gateway_hedges_total", "Second attempts sent before a first token", c.hedges);
     set_total("switchyard_gateway_hedges_won_total", "Hedges that produced the first token", c.hedges_won);
     set_total("switchyard_gateway_hedges_denied_total", "Hedges the budget refused", c.hedges_denied);

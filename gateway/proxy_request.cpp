@@ -207,12 +207,13 @@ void ProxyRequest::on_done(const AttemptPtr& a, boost::beast::error_code, const 
   attempt_failed(a, ApiError::unavailable("the worker connection ended before the response was complete (" + why + ")", "upstream_error"));
 }
 
-void ProxyRequest::close_attempt(const AttemptPtr& a, bool succeeded, const Usage* usage) {
+void ProxyRequest::close_attempt(const AttemptPtr& a, bool succeeded, const Usage* usage, bool keep_slot) {
   auto it = std::find(live_.begin(), live_.end(), a);
   if (it == live_.end()) return;
   live_.erase(it);
   if (a->call) a->call->cancel();  // the worker sees its client go and frees the request
   a->call.reset();
+  if (keep_slot) return;
   boost::asio::post(ctx_->core->executor(), [core = ctx_->core, a, succeeded, p = usage ? usage->prompt_tokens : 0,
                                               c = usage ? usage->cached_tokens : 0] {
     core->fleet().finished(a->replica, a->first_token, a->uncached_tokens, p, c);
@@ -223,17 +224,21 @@ void ProxyRequest::close_attempt(const AttemptPtr& a, bool succeeded, const Usag
 void ProxyRequest::attempt_failed(const AttemptPtr& a, const ApiError& why) {
   if (!live(a)) return;
   if (ex_->cancelled()) return end(false, true);
-  close_attempt(a, false);
-  if (!live_.empty()) {  // a racing sibling carries on
+  if (live_.size() > 1) {  // a racing sibling carries on
+    close_attempt(a, false);
     boost::asio::post(ctx_->core->executor(), [core = ctx_->core, i = a->replica] {
       core->fleet().attempt_failed(i);
       core->dispatch();
     });
     return rearm_watchdog();
   }
+  // The slot goes back in the core's retry decision, which counts the replica's requests
+  // with this one still among them (the size of its failure event).
+  close_attempt(a, false, nullptr, /*keep_slot=*/true);
   watchdog_.cancel();
-  boost::asio::post(ctx_->core->executor(), [self = shared_from_this(), why, i = a->replica, n = attempts_] {
-    if (self->ctx_->core->retry(self, i, n)) return;
+  const FailedAttempt f{a->replica, std::hash<std::string>{}(a->info.boot_id), a->first_token, a->uncached_tokens};
+  boost::asio::post(ctx_->core->executor(), [self = shared_from_this(), why, f, n = attempts_] {
+    if (self->ctx_->core->retry(self, f, n)) return;
     boost::asio::post(self->ex_->executor(), [self, why] {
       if (self->finished_) return;
       self->end(false, false);

@@ -84,8 +84,9 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   void handle_event(const AttemptPtr& a, const http::SseEvent& e);
   void on_tokens(const AttemptPtr& a, const InternalTokens& t);
   bool live(const AttemptPtr& a) const;
-  // Closes attempt a and gives its replica slot back; `usage` when it finished the request.
-  void close_attempt(const AttemptPtr& a, bool succeeded, const Usage* usage = nullptr);
+  // Closes attempt a and gives its replica slot back (unless `keep_slot`: the core's retry
+  // decision gives it back); `usage` when it finished the request.
+  void close_attempt(const AttemptPtr& a, bool succeeded, const Usage* usage = nullptr, bool keep_slot = false);
   // Attempt a failed: a racing sibling carries on alone; else another attempt if the
   // budget and max_attempts allow, else `why` ends the request.
   void attempt_failed(const AttemptPtr& a, const ApiError& why);

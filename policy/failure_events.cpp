@@ -11,17 +11,17 @@ bool FailureEvents::open(size_t replica) const {
 
 int32_t FailureEvents::cover_left(size_t replica) const { return open(replica) ? events_[replica].left : 0; }
 
-FailureEvents::Payer FailureEvents::pay_retry(size_t replica, int32_t held, std::span<const bool> usable) {
+FailureEvents::Payer FailureEvents::pay_retry(size_t replica, uint64_t incarnation, int32_t held, std::span<const bool> usable) {
   if (replica >= events_.size()) events_.resize(replica + 1);
   Event& e = events_[replica];
-  if (open(replica)) {
+  if (open(replica) && e.incarnation == incarnation) {
     if (e.left > 0) {
       --e.left;
       return Payer::kEvent;
     }
-    // Used up: more failures than the replica held (it restarted and failed again, or
-    // hedges raced on it). Those pay one by one; a second event would let a flapping
-    // replica draw a full cover every time.
+    // Used up: more failures than the process held (requests sent to it after it failed,
+    // before it was ejected). Those pay one by one; a second event would let a replica
+    // that fails everything sent to it draw a full cover every time.
     return bucket_.try_spend() ? Payer::kBucket : Payer::kNone;
   }
   bool elsewhere = false;  // a replica that can take the requests and is not failing itself
@@ -30,6 +30,7 @@ FailureEvents::Payer FailureEvents::pay_retry(size_t replica, int32_t held, std:
   if (!bucket_.try_spend()) return Payer::kNone;
   e.until_s = clock_.now_s() + window_s_;
   e.left = held > 1 ? held - 1 : 0;  // this retry is the first the event pays
+  e.incarnation = incarnation;
   ++opened_;
   return Payer::kNewEvent;
 }

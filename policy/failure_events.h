@@ -8,6 +8,10 @@
 // of up to the requests r held in flight at that moment, for `window_s`. Retries beyond
 // that cover, or while no event can open, spend the bucket as before.
 //
+// An event is one failure of one process: when the replica's worker has restarted (a
+// new `incarnation`, e.g. its boot id) and fails again, that is a new event, even within
+// the window (it costs its own bucket token).
+//
 // An event opens only while another replica is usable and has no event open: the point is
 // to move one replica's requests to the others, and when every replica fails at once the
 // retries would only fail again. So a full outage adds at most the bucket's attempts
@@ -38,11 +42,12 @@ class FailureEvents {
   // so every attempt the replica held when it failed has failed within the window.
   FailureEvents(const Clock& clock, HedgeBudget& bucket, double window_s);
 
-  // An attempt on `replica` failed and its request may go again. `held`: the requests
+  // An attempt on `replica` failed and its request may go again. `incarnation`: which
+  // process of the replica it ran on (a hash of its boot id). `held`: the requests
   // `replica` had in flight when this attempt failed, this one included. `usable[j]`:
   // replica j can take new work (ready, not ejected); the failed replica's own entry is
   // not read. Spends what pays for the retry and says who that was.
-  Payer pay_retry(size_t replica, int32_t held, std::span<const bool> usable);
+  Payer pay_retry(size_t replica, uint64_t incarnation, int32_t held, std::span<const bool> usable);
 
   // Whether `replica` has an event open now (paying or used up).
   bool open(size_t replica) const;
@@ -54,6 +59,7 @@ class FailureEvents {
   struct Event {
     double until_s = 0;  // open while now < until_s
     int32_t left = 0;    // retries it still pays for
+    uint64_t incarnation = 0;
   };
 
   const Clock& clock_;

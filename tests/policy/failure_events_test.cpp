@@ -19,6 +19,7 @@ constexpr double kWindow = 2.0;
 struct Failure {
   double t;
   size_t replica;
+  uint64_t incarnation;
   int32_t held;
   std::vector<bool> usable;
   Payer want;
@@ -45,10 +46,12 @@ void run(const std::vector<Failure>& rows, HedgeBudget bucket = HedgeBudget()) {
     SCOPED_TRACE("row " + std::to_string(i) + " at t=" + std::to_string(f.t) + " replica " + std::to_string(f.replica));
     bool usable[8] = {};  // std::vector<bool> has no span
     for (size_t j = 0; j < f.usable.size(); ++j) usable[j] = f.usable[j];
-    const Payer got = events.pay_retry(f.replica, f.held, std::span<const bool>(usable, f.usable.size()));
+    const Payer got = events.pay_retry(f.replica, f.incarnation, f.held, std::span<const bool>(usable, f.usable.size()));
     EXPECT_EQ(got, f.want) << "paid by " << name(got) << ", want " << name(f.want);
     EXPECT_NEAR(bucket.tokens(), f.want_tokens, 1e-9);
-    if (f.want_left >= 0) EXPECT_EQ(events.cover_left(f.replica), f.want_left);
+    if (f.want_left >= 0) {
+      EXPECT_EQ(events.cover_left(f.replica), f.want_left);
+    }
   }
 }
 
@@ -58,26 +61,37 @@ const std::vector<bool> kOnlyFirst = {true, false};
 // The case: a replica holding 8 streams dies. The first failure opens an event
 // (one bucket token) that pays all 8 retries; the per-request bucket alone paid 5.
 TEST(FailureEvents, OneEventPaysForEverythingTheReplicaHeld) {
-  std::vector<Failure> rows = {{0.0, 0, 8, kBoth, Payer::kNewEvent, 9, 7}};
-  for (int k = 1; k < 8; ++k) rows.push_back({0.01 * k, 0, 8 - k, kBoth, Payer::kEvent, 9, 7 - k});
+  std::vector<Failure> rows = {{0.0, 0, 1, 8, kBoth, Payer::kNewEvent, 9, 7}};
+  for (int k = 1; k < 8; ++k) rows.push_back({0.01 * k, 0, 1, 8 - k, kBoth, Payer::kEvent, 9, 7 - k});
   // A ninth failure on the same replica in the window is more than it held: the bucket.
-  rows.push_back({0.5, 0, 1, kBoth, Payer::kBucket, 8, 0});
+  rows.push_back({0.5, 0, 1, 1, kBoth, Payer::kBucket, 8, 0});
   run(rows);
 }
 
 TEST(FailureEvents, AnEventClosesAfterItsWindow) {
   run({
-      {0.0, 0, 3, kBoth, Payer::kNewEvent, 9, 2},
-      {1.999, 0, 3, kBoth, Payer::kEvent, 9, 1},
-      {2.0, 0, 3, kBoth, Payer::kNewEvent, 8, 2},  // closed: the next failure opens a new one
+      {0.0, 0, 1, 3, kBoth, Payer::kNewEvent, 9, 2},
+      {1.999, 0, 1, 3, kBoth, Payer::kEvent, 9, 1},
+      {2.0, 0, 1, 3, kBoth, Payer::kNewEvent, 8, 2},  // closed: the next failure opens a new one
+  });
+}
+
+// A restarted replica (a new process) that fails again is a new event, even within the
+// old one's window.
+TEST(FailureEvents, ARestartedReplicaFailingIsANewEvent) {
+  run({
+      {0.0, 0, 1, 8, kBoth, Payer::kNewEvent, 9, 7},
+      {0.0, 0, 1, 7, kBoth, Payer::kEvent, 9, 6},
+      {1.0, 0, 2, 8, kBoth, Payer::kNewEvent, 8, 7},
+      {1.0, 0, 2, 7, kBoth, Payer::kEvent, 8, 6},
   });
 }
 
 TEST(FailureEvents, HeldCountsTheFailingRequest) {
   run({
-      {0.0, 1, 1, kBoth, Payer::kNewEvent, 9, 0},  // a lone request: its event pays only it
-      {0.1, 1, 1, kBoth, Payer::kBucket, 8, 0},
-      {5.0, 1, 0, kBoth, Payer::kNewEvent, 7, 0},  // a stale count below one still pays this retry
+      {0.0, 1, 1, 1, kBoth, Payer::kNewEvent, 9, 0},  // a lone request: its event pays only it
+      {0.1, 1, 1, 1, kBoth, Payer::kBucket, 8, 0},
+      {5.0, 1, 1, 0, kBoth, Payer::kNewEvent, 7, 0},  // a stale count below one still pays this retry
   });
 }
 
@@ -85,13 +99,13 @@ TEST(FailureEvents, HeldCountsTheFailingRequest) {
 // spends the bucket until it refuses (below half full).
 TEST(FailureEvents, NoEventWithoutAnotherUsableReplica) {
   run({
-      {0.0, 0, 8, kOnlyFirst, Payer::kBucket, 9},
-      {0.0, 0, 8, kOnlyFirst, Payer::kBucket, 8},
-      {0.0, 0, 8, kOnlyFirst, Payer::kBucket, 7},
-      {0.0, 0, 8, kOnlyFirst, Payer::kBucket, 6},
-      {0.0, 0, 8, kOnlyFirst, Payer::kBucket, 5},
-      {0.0, 0, 8, kOnlyFirst, Payer::kNone, 5},
-      {0.0, 1, 8, {false, true}, Payer::kNone, 5},
+      {0.0, 0, 1, 8, kOnlyFirst, Payer::kBucket, 9},
+      {0.0, 0, 1, 8, kOnlyFirst, Payer::kBucket, 8},
+      {0.0, 0, 1, 8, kOnlyFirst, Payer::kBucket, 7},
+      {0.0, 0, 1, 8, kOnlyFirst, Payer::kBucket, 6},
+      {0.0, 0, 1, 8, kOnlyFirst, Payer::kBucket, 5},
+      {0.0, 0, 1, 8, kOnlyFirst, Payer::kNone, 5},
+      {0.0, 1, 1, 8, {false, true}, Payer::kNone, 5},
   });
 }
 
@@ -99,20 +113,20 @@ TEST(FailureEvents, NoEventWithoutAnotherUsableReplica) {
 // other replica has one open), so the retries it sends would only fail again.
 TEST(FailureEvents, NoEventWhileTheOthersAreFailingToo) {
   run({
-      {0.0, 0, 8, kBoth, Payer::kNewEvent, 9, 7},
-      {0.1, 1, 8, kBoth, Payer::kBucket, 8, 0},
-      {0.2, 0, 7, kBoth, Payer::kEvent, 8, 6},
-      {2.5, 1, 8, kBoth, Payer::kNewEvent, 7, 7},  // replica 0's event is over
+      {0.0, 0, 1, 8, kBoth, Payer::kNewEvent, 9, 7},
+      {0.1, 1, 1, 8, kBoth, Payer::kBucket, 8, 0},
+      {0.2, 0, 1, 7, kBoth, Payer::kEvent, 8, 6},
+      {2.5, 1, 1, 8, kBoth, Payer::kNewEvent, 7, 7},  // replica 0's event is over
   });
 }
 
 TEST(FailureEvents, TwoOfThreeReplicasFailingBothGetEvents) {
   const std::vector<bool> all = {true, true, true};
   run({
-      {0.0, 0, 4, all, Payer::kNewEvent, 9, 3},
-      {0.0, 1, 4, all, Payer::kNewEvent, 8, 3},  // replica 2 can take them
-      {0.0, 2, 4, all, Payer::kBucket, 7, 0},    // the last one standing gets none
-      {0.0, 1, 3, all, Payer::kEvent, 7, 2},
+      {0.0, 0, 1, 4, all, Payer::kNewEvent, 9, 3},
+      {0.0, 1, 1, 4, all, Payer::kNewEvent, 8, 3},  // replica 2 can take them
+      {0.0, 2, 1, 4, all, Payer::kBucket, 7, 0},    // the last one standing gets none
+      {0.0, 1, 1, 3, all, Payer::kEvent, 7, 2},
   });
 }
 
@@ -121,7 +135,7 @@ TEST(FailureEvents, TwoOfThreeReplicasFailingBothGetEvents) {
 TEST(FailureEvents, AnEventNeedsABucketToken) {
   HedgeBudget drained;
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(drained.try_spend());
-  run({{0.0, 0, 8, kBoth, Payer::kNone, 5, 0}}, drained);
+  run({{0.0, 0, 1, 8, kBoth, Payer::kNone, 5, 0}}, drained);
 }
 
 // A replica that crashes again and again with 8 requests each time, and no client
@@ -135,7 +149,7 @@ TEST(FailureEvents, ACrashLoopCannotStorm) {
   int paid = 0;
   for (int crash = 0; crash < 100; ++crash) {
     clock.set(3.0 * crash);  // each crash after the previous one's window
-    for (int32_t k = 0; k < 8; ++k) paid += events.pay_retry(0, 8 - k, usable) != Payer::kNone;
+    for (int32_t k = 0; k < 8; ++k) paid += events.pay_retry(0, crash, 8 - k, usable) != Payer::kNone;
   }
   EXPECT_EQ(events.events_opened(), 5);
   EXPECT_EQ(paid, 5 * 8);
@@ -152,7 +166,7 @@ TEST(FailureEvents, ABusyFailingReplicaCannotStorm) {
   int paid = 0;
   for (int i = 0; i < 10000; ++i) {
     clock.advance(0.1);
-    paid += events.pay_retry(0, 8, usable) != Payer::kNone;
+    paid += events.pay_retry(0, 1, 8, usable) != Payer::kNone;
   }
   EXPECT_EQ(events.events_opened(), 1);
   EXPECT_EQ(paid, 8 + 4);  // the event's 8, then the bucket down to half

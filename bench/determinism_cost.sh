@@ -9,12 +9,15 @@
 #      the synthetic qwen3-0.6b (the README's demo model) with --device cpu, arms fast and
 #      det, and switchyard-kernels-bench's GEMM shapes through OpenBLAS and the
 #      batch-invariant kernel.
-# Results land in $OUT.
+# Results land in $OUT. PART=gpu or PART=cpu runs one half (each fits one device call).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; B=build-gpu/bin; M=/tmp/m; mkdir -p $M $OUT
 arms=${DET_ARMS:-fast,det}
-ARMS_8K=$arms ARMS_1K=$arms ARMS_32K=${ARMS_32K:-none} BUDGET=${BUDGET:-420} T8K=${T8K:-120} T1K=${T1K:-120} \
-  bash bench/gpu_engine_bench.sh
+if [ "${PART:-all}" != cpu ]; then
+  ARMS_8K=$arms ARMS_1K=$arms ARMS_32K=${ARMS_32K:-none} BUDGET=${BUDGET:-420} T8K=${T8K:-120} T1K=${T1K:-120} \
+    bash bench/gpu_engine_bench.sh
+fi
+[ "${PART:-all}" != gpu ] || exit 0
 bash scripts/device_build.sh switchyard-kernels-bench > $OUT/build-cpu.log 2>&1 || { tail -20 $OUT/build-cpu.log; exit 1; }
 source build-gpu/env.sh
 tar -xJf .devcarry/qwen3-tiny.tar.xz -C $M qwen3-tiny-bf16.gguf

@@ -20,7 +20,8 @@
 // host (fp32 logits copied to the host and the argmax taken there; default: on the
 // device where the backend can), fast / det (BackendOptions::deterministic off / on, on by
 // default: batch-invariant numerics), detrowsN (the row count whose cuBLASLt choice
-// becomes the fixed algorithm, BackendOptions::deterministic_gemm_rows). Arms with the
+// becomes the fixed algorithm, BackendOptions::deterministic_gemm_rows), detonepass
+// (cuBLASLt's per-row-count choice among one-pass algorithms). Arms with the
 // same backend settings share one backend.
 // --profile adds, per batch and backend, where one decode step's time goes
 // (Backend::profile_step); --profile-prefill the same for the batch's prefill step.
@@ -160,6 +161,8 @@ int main(int argc, char** argv) {
           arm.deterministic = part == "det";
         else if (part.rfind("detrows", 0) == 0 && part.size() > 7 && part.find_first_not_of("0123456789", 7) == std::string::npos)
           arm.det_rows = std::stoi(part.substr(7));
+        else if (part == "detonepass")
+          arm.det_rows = -1;
         else if (part == "oldkernels")
           arm.kernel_variant = 1;
         else if (part == "unfused")
@@ -184,7 +187,7 @@ int main(int argc, char** argv) {
           arm.gemv_rows = std::stoi(part.substr(4));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (fast, det, detrowsN, gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemv64mib, gated, s1, s2, s4, mmasync, wgmma, host, default)");
+                                "' (fast, det, detrowsN, detonepass, gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemv64mib, gated, s1, s2, s4, mmasync, wgmma, host, default)");
       }
       arms.push_back(arm);
     }

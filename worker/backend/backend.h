@@ -27,7 +27,8 @@ struct BackendOptions {
   // step kind), RoPE and the KV write unfused.
   bool deterministic = true;
   // cuda, deterministic: the row count whose cuBLASLt heuristic choice becomes a weight
-  // shape's one algorithm (GemmBf16::set_fixed_algorithm_rows).
+  // shape's one algorithm (GemmBf16::set_fixed_algorithm_rows); -1: cuBLASLt's choice per
+  // row count among one-pass algorithms (batch-invariant only if those agree).
   int32_t deterministic_gemm_rows = 256;
   int32_t num_kv_blocks = 0;  // 0: derive from kv_memory_bytes
   size_t kv_memory_bytes = size_t{2} << 30;

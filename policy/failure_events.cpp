@@ -26,7 +26,14 @@ FailureEvents::Payer FailureEvents::pay_retry(size_t replica, uint64_t incarnati
   }
   bool elsewhere = false;  // a replica that can take the requests and is not failing itself
   for (size_t j = 0; j < usable.size(); ++j) elsewhere = elsewhere || (j != replica && usable[j] && !open(j));
-  if (!elsewhere) return bucket_.try_spend() ? Payer::kBucket : Payer::kNone;
+  if (!elsewhere) {
+    // No replica is left to take the work: the events open elsewhere assumed one was, so
+    // they stop paying. A fleet-wide outage pays only the bucket from here on, as retries
+    // there would only fail again (and wait in the queue for ejected replicas).
+    for (size_t j = 0; j < events_.size(); ++j)
+      if (j != replica) events_[j].left = 0;
+    return bucket_.try_spend() ? Payer::kBucket : Payer::kNone;
+  }
   if (!bucket_.try_spend()) return Payer::kNone;
   e.until_s = clock_.now_s() + window_s_;
   e.left = held > 1 ? held - 1 : 0;  // this retry is the first the event pays

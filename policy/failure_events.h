@@ -14,8 +14,10 @@
 //
 // An event opens only while another replica is usable and has no event open: the point is
 // to move one replica's requests to the others, and when every replica fails at once the
-// retries would only fail again. So a full outage adds at most the bucket's attempts
-// plus, for each event (each one costs a bucket token), what one replica held.
+// retries would only fail again. For the same reason a failure that finds no such replica
+// stops the other replicas' events from paying. So a full outage adds at most the
+// bucket's attempts plus, for each event (each one costs a bucket token), what one
+// replica held.
 #pragma once
 
 #include <cstddef>

@@ -110,13 +110,15 @@ TEST(FailureEvents, NoEventWithoutAnotherUsableReplica) {
 }
 
 // Every replica failing at once: the first opens an event, the second cannot (the only
-// other replica has one open), so the retries it sends would only fail again.
+// other replica has one open), and from then on the first's event pays no more: with
+// nowhere to go, the retries would only fail again.
 TEST(FailureEvents, NoEventWhileTheOthersAreFailingToo) {
   run({
       {0.0, 0, 1, 8, kBoth, Payer::kNewEvent, 9, 7},
-      {0.1, 1, 1, 8, kBoth, Payer::kBucket, 8, 0},
-      {0.2, 0, 1, 7, kBoth, Payer::kEvent, 8, 6},
-      {2.5, 1, 1, 8, kBoth, Payer::kNewEvent, 7, 7},  // replica 0's event is over
+      {0.1, 0, 1, 7, kBoth, Payer::kEvent, 9, 6},
+      {0.2, 1, 1, 8, kBoth, Payer::kBucket, 8, 0},
+      {0.3, 0, 1, 6, kBoth, Payer::kBucket, 7, 0},
+      {2.5, 1, 1, 8, kBoth, Payer::kNewEvent, 6, 7},  // replica 0's event is over
   });
 }
 
@@ -125,8 +127,9 @@ TEST(FailureEvents, TwoOfThreeReplicasFailingBothGetEvents) {
   run({
       {0.0, 0, 1, 4, all, Payer::kNewEvent, 9, 3},
       {0.0, 1, 1, 4, all, Payer::kNewEvent, 8, 3},  // replica 2 can take them
-      {0.0, 2, 1, 4, all, Payer::kBucket, 7, 0},    // the last one standing gets none
-      {0.0, 1, 1, 3, all, Payer::kEvent, 7, 2},
+      {0.0, 1, 1, 3, all, Payer::kEvent, 8, 2},
+      {0.0, 2, 1, 4, all, Payer::kBucket, 7, 0},    // the last one standing gets none, and
+      {0.0, 1, 1, 2, all, Payer::kBucket, 6, 0},    // the others' events stop paying
   });
 }
 

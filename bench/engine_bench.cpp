@@ -18,10 +18,10 @@
 // BackendOptions::gemv_split), mmasync / wgmma (cuda: the prefill attention kernel,
 // BackendOptions::prefill_attention_kernel; wgmma by default where available),
 // host (fp32 logits copied to the host and the argmax taken there; default: on the
-// device where the backend can), fast / det (BackendOptions::deterministic off / on, on by
-// default: batch-invariant numerics), detrowsN (the row count whose cuBLASLt choice
-// becomes the fixed algorithm, BackendOptions::deterministic_gemm_rows), detonepass
-// (cuBLASLt's per-row-count choice among one-pass algorithms). Arms with the
+// device where the backend can), fast / det (BackendOptions::deterministic off / on;
+// default: the backend's own, cuda fast, cpu det), detrowsN (det with the row count whose
+// cuBLASLt choice becomes the fixed algorithm, BackendOptions::deterministic_gemm_rows).
+// Arms with the
 // same backend settings share one backend.
 // --profile adds, per batch and backend, where one decode step's time goes
 // (Backend::profile_step); --profile-prefill the same for the batch's prefill step.
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
       int32_t split = BackendOptions{}.gemv_split;
       int32_t attention_kernel = BackendOptions{}.prefill_attention_kernel;
       bool device_sampling = true;
-      bool deterministic = BackendOptions{}.deterministic;
+      std::optional<bool> deterministic;
       int32_t det_rows = BackendOptions{}.deterministic_gemm_rows;
       size_t backend = 0;
     };
@@ -160,9 +160,7 @@ int main(int argc, char** argv) {
         else if (part == "fast" || part == "det")
           arm.deterministic = part == "det";
         else if (part.rfind("detrows", 0) == 0 && part.size() > 7 && part.find_first_not_of("0123456789", 7) == std::string::npos)
-          arm.det_rows = std::stoi(part.substr(7));
-        else if (part == "detonepass")
-          arm.det_rows = -1;
+          arm.det_rows = std::stoi(part.substr(7)), arm.deterministic = true;
         else if (part == "oldkernels")
           arm.kernel_variant = 1;
         else if (part == "unfused")
@@ -187,7 +185,7 @@ int main(int argc, char** argv) {
           arm.gemv_rows = std::stoi(part.substr(4));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (fast, det, detrowsN, detonepass, gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemv64mib, gated, s1, s2, s4, mmasync, wgmma, host, default)");
+                                "' (fast, det, detrowsN, gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemv64mib, gated, s1, s2, s4, mmasync, wgmma, host, default)");
       }
       arms.push_back(arm);
     }
@@ -208,7 +206,7 @@ int main(int argc, char** argv) {
                               (arm.attention_kernel != BackendOptions{}.prefill_attention_kernel
                                    ? (arm.attention_kernel ? "+wgmma" : "+mmasync")
                                    : "") +
-                              (arm.deterministic ? "+det" + std::to_string(arm.det_rows) : "+fast");
+                              (!arm.deterministic ? "" : *arm.deterministic ? "+det" + std::to_string(arm.det_rows) : "+fast");
       const auto found = std::find(backend_labels.begin(), backend_labels.end(), key);
       arm.backend = static_cast<size_t>(found - backend_labels.begin());
       if (found != backend_labels.end()) continue;

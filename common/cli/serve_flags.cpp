@@ -46,9 +46,10 @@ LimitsConfig read_limits(const Args& a) {
 
 }  // namespace
 
-bool read_numerics(const Args& a) {
-  const std::string v = a.get_or("numerics", "deterministic");
-  if (v != "deterministic" && v != "fast") throw UsageError("--numerics must be deterministic or fast");
+std::optional<bool> read_numerics(const Args& a) {
+  const std::string v = a.get_or("numerics", "auto");
+  if (v != "auto" && v != "deterministic" && v != "fast") throw UsageError("--numerics must be auto, deterministic or fast");
+  if (v == "auto") return std::nullopt;
   return v == "deterministic";
 }
 

@@ -25,10 +25,10 @@ struct ServeFlags {
   std::optional<double> kv_memory_gb;
   std::string served_model_name;  // default: default_model_name(model)
   int32_t http_threads = 2;
-  // --numerics deterministic|fast: batch-invariant numerics (the default; a seeded stream
-  // continued on another replica draws the same tokens) or the fastest kernels
-  // (BackendOptions::deterministic, docs/NUMERICS.md).
-  bool deterministic = true;
+  // --numerics auto|deterministic|fast: batch-invariant numerics (a seeded stream
+  // continued on another replica draws the same tokens), the fastest kernels, or the
+  // backend's default (BackendOptions::deterministic, docs/NUMERICS.md).
+  std::optional<bool> deterministic;
   // The HTTP listener's limits (--max-header-bytes, --header-timeout-s, ...: the names
   // of replicas.yaml's `limits` fields with dashes), for http::apply_limits.
   LimitsConfig limits;
@@ -37,9 +37,10 @@ struct ServeFlags {
 // Names of the valued flags above, to which a program adds its own for Args.
 std::set<std::string> serve_flag_names();
 
-// --numerics: true for deterministic (the default), false for fast; throws UsageError
-// for another value. The offline commands (generate, eval) take it too.
-bool read_numerics(const Args& a);
+// --numerics: true for deterministic, false for fast, none for auto (the default, the
+// backend's choice); throws UsageError for another value. The offline commands
+// (generate, eval) take it too.
+std::optional<bool> read_numerics(const Args& a);
 
 // Reads and checks them; throws UsageError naming the flag.
 ServeFlags read_serve_flags(const Args& a);

@@ -179,8 +179,8 @@ cudaError_t GemmBf16::matmul_nt(const __nv_bfloat16* x, const __nv_bfloat16* w, 
       it = plans_.emplace(shape, p).first;
       return run_plan(it->second, x, w, y, stream);
     }
-    const bool tune = autotune_min_rows_ > 0 && m >= autotune_min_rows_ && fixed_rows_ == 0;
-    if (const cudaError_t e = make_plan(shape, p, tune ? kAutotuneCandidates : 1, candidates, fixed_rows_ < 0);
+    const bool tune = autotune_min_rows_ > 0 && m >= autotune_min_rows_;
+    if (const cudaError_t e = make_plan(shape, p, tune ? kAutotuneCandidates : 1, candidates);
         e != cudaSuccess)
       return e;
     int64_t bucket = 1;

@@ -50,9 +50,10 @@ class GemmBf16 {
   // rows > 0: every product of one (n, k, output) shape runs the algorithm cuBLASLt's
   // heuristic picks for `rows` rows among those that reduce over k in one pass (no
   // split-K), whatever m is; a shape where cuBLASLt refuses it for some m is an error
-  // (cudaErrorNotSupported), never a silent switch. -1: the per-m heuristic among
-  // one-pass algorithms only (whether those agree across m is what the kernel tests
-  // check). 0 (the default): per-m heuristic. Changing it drops the cached plans.
+  // (cudaErrorNotSupported), never a silent switch. 0 (the default): per-m heuristic.
+  // Changing it drops the cached plans. (cuBLASLt's per-m choices among one-pass
+  // algorithms do not agree across m, nor does its m = 1 choice applied to every m:
+  // measured on the H200, docs/NUMERICS.md.)
   void set_fixed_algorithm_rows(int64_t rows);
 
   cublasStatus_t last_status() const { return last_status_; }

@@ -17,7 +17,7 @@ void set_output(Args& a, GemmOut out, void* y) {
 }  // namespace
 
 void Linear::set_batch_invariant(int64_t reference_rows) {
-  batch_invariant_ = reference_rows != 0;
+  batch_invariant_ = reference_rows > 0;
   gemm_.set_fixed_algorithm_rows(reference_rows);
 }
 

@@ -56,9 +56,8 @@ class Linear {
 
   // Batch-invariant numerics (docs/NUMERICS.md): every product of a weight, whatever its
   // row count, runs the GEMM with one fixed algorithm (GemmBf16::set_fixed_algorithm_rows
-  // with `reference_rows`; -1: cuBLASLt's per-m choice among one-pass algorithms), never
-  // the GEMVs, whose sums run in another order; Q8_0 weights are expanded to bf16 for
-  // every product. 0 turns it off.
+  // with `reference_rows`), never the GEMVs, whose sums run in another order; Q8_0
+  // weights are expanded to bf16 for every product. 0 turns it off.
   void set_batch_invariant(int64_t reference_rows);
   bool batch_invariant() const { return batch_invariant_; }
 

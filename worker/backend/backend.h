@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,11 +25,12 @@ struct BackendOptions {
   // fixed-order GEMM (kernels/cpu/invariant_gemm.h) instead of OpenBLAS; cuda: every
   // product through cuBLASLt with one algorithm per weight shape (no GEMV, no split-K),
   // decode rows through the prefill attention kernel (one fixed key tiling for every
-  // step kind), RoPE and the KV write unfused.
-  bool deterministic = true;
+  // step kind), RoPE and the KV write unfused. Unset: the backend's default, on for cpu
+  // (it costs nothing at serving sizes) and off for cuda (2.2-3x slower decode on the
+  // H200 today); the gateway asks its workers for it (replicas.yaml worker.numerics).
+  std::optional<bool> deterministic;
   // cuda, deterministic: the row count whose cuBLASLt heuristic choice becomes a weight
-  // shape's one algorithm (GemmBf16::set_fixed_algorithm_rows); -1: cuBLASLt's choice per
-  // row count among one-pass algorithms (batch-invariant only if those agree).
+  // shape's one algorithm (GemmBf16::set_fixed_algorithm_rows).
   int32_t deterministic_gemm_rows = 256;
   int32_t num_kv_blocks = 0;  // 0: derive from kv_memory_bytes
   size_t kv_memory_bytes = size_t{2} << 30;

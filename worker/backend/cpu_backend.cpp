@@ -34,7 +34,7 @@ void for_row_chunks(int64_t rows, Fn&& fn) {
 }  // namespace
 
 CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options)
-    : weights_(ModelWeights::load(src, config)), block_size_(options.block_size), deterministic_(options.deterministic) {
+    : weights_(ModelWeights::load(src, config)), block_size_(options.block_size), deterministic_(options.deterministic.value_or(true)) {
   if (block_size_ <= 0 || block_size_ > 1024) throw std::invalid_argument("block size must be in 1..1024");
   rope_.head_dim = config.head_dim;
   rope_.rot_dim = config.rope_dim;

@@ -1,5 +1,5 @@
 // The CPU backend: float32 compute, GEMMs through the batch-invariant kernel
-// (BackendOptions::deterministic, the default) or OpenBLAS, attention over the paged KV
+// (BackendOptions::deterministic, on by default) or OpenBLAS, attention over the paged KV
 // cache on the process thread pool. It is the reference every other backend is
 // compared with.
 #pragma once

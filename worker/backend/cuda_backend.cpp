@@ -40,17 +40,16 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
       prefill_attention_kernel_(options.prefill_attention_kernel),
       programmatic_launch_(options.programmatic_launch),
       gated_gemv_(options.gated_gemv),
-      deterministic_(options.deterministic) {
+      deterministic_(options.deterministic.value_or(false)) {
   if (decode_variant_ < 0 || decode_variant_ > 2 || options.prefill_variant < 0 ||
       options.prefill_variant > 1 ||
       (prefill_warps_ != 0 && prefill_warps_ != 4 && prefill_warps_ != 8) ||
       prefill_attention_kernel_ < 0 || prefill_attention_kernel_ > 1 ||
       (options.gemv_split != 1 && options.gemv_split != 2 && options.gemv_split != 4) ||
-      (options.deterministic && options.deterministic_gemm_rows == 0) ||
-      options.deterministic_gemm_rows < -1)
+      options.deterministic_gemm_rows <= 0)
     throw std::invalid_argument(
         "decode_variant must be 0..2, prefill_variant 0 or 1, prefill_warps 0, 4 or 8, "
-        "prefill_attention_kernel 0 or 1, gemv_split 1, 2 or 4, deterministic_gemm_rows > 0 or -1");
+        "prefill_attention_kernel 0 or 1, gemv_split 1, 2 or 4, deterministic_gemm_rows > 0");
   if (block_size_ <= 0 || block_size_ > 1024)
     throw std::invalid_argument("block size must be in 1..1024");
   int devices = 0;

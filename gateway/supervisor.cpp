@@ -128,7 +128,7 @@ std::vector<std::string> Supervisor::worker_argv(int index) const {
   std::vector<std::string> a = {f.worker.binary, "serve", "--model", f.model, "--host", r.host, "--port", "0", "--boot-id", r.boot_id,
                                 "--max-num-seqs", std::to_string(f.worker.max_num_seqs), "--prefill-chunk",
                                 std::to_string(f.worker.prefill_chunk), "--block-size", std::to_string(f.worker.block_size),
-                                "--served-model-name", f.served_model_name};
+                                "--served-model-name", f.served_model_name, "--numerics", f.worker.numerics};
   if (f.worker.kv_blocks > 0) {
     a.insert(a.end(), {"--kv-blocks", std::to_string(f.worker.kv_blocks)});
   } else {

@@ -117,7 +117,7 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
   }
   r.get(root, "default_mode", "", c.default_mode);
   if (const YAML::Node w = root["worker"]) {
-    r.only(w, "worker.", {"binary", "max_num_seqs", "kv_blocks", "kv_memory_gb", "prefill_chunk", "block_size", "cpu_threads", "extra_args"});
+    r.only(w, "worker.", {"binary", "max_num_seqs", "kv_blocks", "kv_memory_gb", "prefill_chunk", "block_size", "cpu_threads", "numerics", "extra_args"});
     r.get(w, "binary", "worker.", c.worker.binary);
     r.get(w, "max_num_seqs", "worker.", c.worker.max_num_seqs);
     r.get(w, "kv_blocks", "worker.", c.worker.kv_blocks);
@@ -125,6 +125,7 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
     r.get(w, "prefill_chunk", "worker.", c.worker.prefill_chunk);
     r.get(w, "block_size", "worker.", c.worker.block_size);
     r.get(w, "cpu_threads", "worker.", c.worker.cpu_threads);
+    r.get(w, "numerics", "worker.", c.worker.numerics);
     r.get(w, "extra_args", "worker.", c.worker.extra_args);
   }
   if (const YAML::Node s = root["startup"]) {
@@ -226,6 +227,8 @@ void FleetConfig::validate(const std::string& label) const {
   if (worker.max_num_seqs < 1 || worker.max_num_seqs > 4096) fail("worker.max_num_seqs", "must be 1 to 4096");
   if (worker.prefill_chunk < 1) fail("worker.prefill_chunk", "must be positive");
   if (worker.block_size < 1 || worker.block_size > 1024) fail("worker.block_size", "must be 1 to 1024");
+  if (worker.numerics != "deterministic" && worker.numerics != "fast" && worker.numerics != "auto")
+    fail("worker.numerics", "must be deterministic, fast or auto");
   if (worker.kv_blocks < 0 || !(worker.kv_memory_gb > 0)) fail("worker", "kv_blocks must be >= 0 and kv_memory_gb > 0");
   if (!(shutdown.drain_grace_s >= 0) || !(shutdown.worker_stop_grace_s >= 0) || shutdown.drain_grace_s > 86400 ||
       shutdown.worker_stop_grace_s > 86400)

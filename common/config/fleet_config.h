@@ -27,6 +27,10 @@ struct WorkerConfig {
   int32_t prefill_chunk = 256;
   int32_t block_size = 16;
   int32_t cpu_threads = 0;       // per CPU replica; 0: the host's cores divided among replicas
+  // deterministic | fast | auto (serve --numerics): deterministic by default, because the
+  // gateway's token-exact failover of sampled requests needs batch-invariant numerics
+  // (docs/NUMERICS.md); fast trades that for speed on GPUs.
+  std::string numerics = "deterministic";
   std::vector<std::string> extra_args;
 };
 

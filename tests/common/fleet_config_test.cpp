@@ -37,6 +37,7 @@ modes:
   EXPECT_EQ(c.served_model_name, "x");
   EXPECT_EQ(c.modes.at("latency").parallel, "pcp");
   EXPECT_EQ(c.startup.stagger_s, 2.0);
+  EXPECT_EQ(c.worker.numerics, "deterministic");  // what seeded failover needs
   EXPECT_EQ(c.limits.max_header_bytes, 16384u);
   EXPECT_EQ(c.limits.max_body_bytes, 4194304u);
   EXPECT_EQ(c.limits.header_timeout_s, 15.0);
@@ -89,6 +90,7 @@ TEST(FleetConfig, MistakesAreNamed) {
       {base + "colour: blue\n", "colour: unknown field"},
       {base + "worker: {max_num_seqs: many}\n", "worker.max_num_seqs: has the wrong type"},
       {base + "worker: {max_num_seqs: 0}\n", "worker.max_num_seqs: must be 1 to 4096"},
+      {base + "worker: {numerics: exact}\n", "worker.numerics: must be deterministic, fast or auto"},
       {base + "default_mode: latency\n", "default_mode: 'latency' is not one of the modes"},
       {base + "listen: nowhere\n", "not host:port"},
       {base + "routing: {policy: random}\n", "routing.policy"},

@@ -325,6 +325,73 @@ TEST(Engine, DeviceSamplingBackendGetsTheSameDrawsAsTheHostSampler) {
   EXPECT_EQ(counts->sample_steps.load(), sample_steps);  // those stayed on the logits path
 }
 
+// A CPU backend whose forward() throws from its `fail_at`-th call on, as the cuda backend
+// does on a CUDA error.
+class FailingCpu : public Backend {
+ public:
+  FailingCpu(std::unique_ptr<Backend> inner, int fail_at) : inner_(std::move(inner)), fail_at_(fail_at) {}
+  std::string name() const override { return "failing-cpu"; }
+  const ModelConfig& config() const override { return inner_->config(); }
+  int32_t block_size() const override { return inner_->block_size(); }
+  int32_t num_kv_blocks() const override { return inner_->num_kv_blocks(); }
+  void forward(const BatchPlan& plan, std::vector<float>& logits) override {
+    if (++calls_ >= fail_at_) throw std::runtime_error("cuda backend: running the step: an illegal memory access was encountered");
+    inner_->forward(plan, logits);
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  int fail_at_;
+  std::atomic<int> calls_{0};
+};
+
+std::unique_ptr<Engine> make_failing_engine(int fail_at, std::atomic<int>& fatal_calls) {
+  auto src = ModelSource::open(testing::fixture_path(kModel));
+  std::shared_ptr<const Tokenizer> tok = Tokenizer::from_model(*src);
+  BackendOptions bo;
+  bo.num_kv_blocks = 512;
+  auto backend = std::make_unique<FailingCpu>(create_backend("cpu", *src, ModelConfig::from_source(*src), bo), fail_at);
+  auto e = std::make_unique<Engine>(std::move(backend), tok, EngineOptions{});
+  e->set_fatal_handler([&fatal_calls](const std::string&) { ++fatal_calls; });
+  e->start();
+  return e;
+}
+
+// A failed device step ends every request with an error naming it (never
+// std::terminate), stops the engine and refuses what comes after.
+TEST(Engine, AFailedDeviceStepEndsEveryRequestWithAnErrorAndStopsTheEngine) {
+  std::atomic<int> fatal_calls{0};
+  auto engine = make_failing_engine(12, fatal_calls);  // the warm-up, then 10 steps run
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  for (int i = 0; i < 3; ++i) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    engine->submit(greedy_request("f" + std::to_string(i), random_ids(20, 30 + i), 200, sinks.back()));
+  }
+  for (auto& s : sinks) {
+    const FinishEvent f = s->wait();
+    EXPECT_EQ(f.reason, FinishReason::kError);
+    EXPECT_NE(f.error.find("illegal memory access"), std::string::npos) << f.error;
+    EXPECT_LT(s->ids().size(), 200u);
+  }
+  EXPECT_EQ(fatal_calls.load(), 1);
+  EXPECT_FALSE(engine->ready());
+  EXPECT_NE(engine->failure().find("illegal memory access"), std::string::npos);
+  const auto late = run_one(*engine, greedy_request("late", {1, 2, 3}, 3, nullptr));
+  EXPECT_EQ(late->wait().reason, FinishReason::kError);
+  EXPECT_NE(late->wait().error.find("device failure"), std::string::npos) << late->wait().error;
+  EXPECT_EQ(engine->stats().requests_running.load(), 0);
+}
+
+TEST(Engine, AFailedWarmUpStepNeverTurnsReady) {
+  std::atomic<int> fatal_calls{0};
+  auto engine = make_failing_engine(1, fatal_calls);
+  for (int i = 0; i < 2000 && fatal_calls.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(fatal_calls.load(), 1);
+  EXPECT_FALSE(engine->ready());
+  EXPECT_NE(engine->failure().find("warm-up"), std::string::npos) << engine->failure();
+  EXPECT_EQ(run_one(*engine, greedy_request("x", {1, 2}, 2, nullptr))->wait().reason, FinishReason::kError);
+}
+
 TEST(Engine, InvalidRequestsFinishWithAnError) {
   auto engine = make_engine({});
   auto check = [&](EngineRequest r, const std::string& needle) {

@@ -6,6 +6,7 @@
 // rest.
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 
 #include "common/chat_template.h"
@@ -82,6 +83,10 @@ int run_serve(const std::vector<std::string>& argv) {
   http::HttpServer server(ioc, so, api.router());
   if (std::string err = server.start(); !err.empty()) throw std::runtime_error(err);
   http::register_server_metrics(api.metrics(), server, "api");
+  // A failed device step ends every request with an error and stops the engine; the
+  // process then shuts down as on SIGTERM and exits 1, so that the gateway's supervisor
+  // restarts it (and continues the streams on other replicas meanwhile).
+  engine.set_fatal_handler([](const std::string&) { std::raise(SIGTERM); });
   engine.start();  // /ready turns 200 after its warm-up step
 
   http::serve_until_signal(ioc, server,
@@ -90,6 +95,10 @@ int run_serve(const std::vector<std::string>& argv) {
                              // Requests in flight finish with an abort, reported to their clients.
                              engine.stop();
                            });
+  if (const std::string failure = engine.failure(); !failure.empty()) {
+    std::fprintf(stderr, "stopped after a device failure: %s\n", failure.c_str());
+    return 1;
+  }
   std::fprintf(stderr, "stopped\n");
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "worker/engine/engine.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <random>
 #include <unordered_map>
 
@@ -158,6 +159,20 @@ class Engine::Impl {
   void abort_all() {
     while (!live.empty()) cancel(live.begin()->first);
   }
+
+  // Every live request finishes with kError `why` (the engine will not step again).
+  void fail_all(const std::string& why) {
+    while (!live.empty()) {
+      Sequence* s = live.begin()->second.get();
+      FinishEvent f;
+      f.reason = FinishReason::kError;
+      f.error = why;
+      f.prompt_tokens = s->prompt_len;
+      f.completion_tokens = s->num_generated();
+      if (s->request.sink) s->request.sink->on_finish(std::move(f));
+      drop(s);
+    }
+  }
 };
 
 Engine::Engine(std::unique_ptr<Backend> backend, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options)
@@ -185,9 +200,34 @@ void Engine::stop() {
 void Engine::submit(EngineRequest request) {
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
-    submitted_.push_back(std::move(request));
+    if (failure_.empty()) {
+      submitted_.push_back(std::move(request));
+      request.sink.reset();
+    }
   }
+  if (request.sink) impl_->fail(request, "the engine stopped after a device failure: " + failure());
   inbox_cv_.notify_all();
+}
+
+std::string Engine::failure() const {
+  std::lock_guard<std::mutex> lock(inbox_mu_);
+  return failure_;
+}
+
+void Engine::fail_fatally(const std::string& what) {
+  std::fprintf(stderr, "engine: a device step failed: %s\n", what.c_str());
+  ready_ = false;
+  std::deque<EngineRequest> left;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    failure_ = what;
+    left.swap(submitted_);
+  }
+  const std::string why = "the device failed: " + what;
+  for (auto& r : left) impl_->fail(r, why);
+  impl_->fail_all(why);
+  impl_->update_gauges();
+  if (on_fatal_) on_fatal_(what);
 }
 
 void Engine::cancel(const std::string& request_id) {
@@ -201,11 +241,13 @@ void Engine::cancel(const std::string& request_id) {
 void Engine::run() {
   // Warm-up: one real step through the backend before the engine reports ready. Block 0
   // is written and never read before a later owner overwrites it.
-  {
+  try {
     BatchPlan warm;
     warm.add_sequence({0}, 0, {0}, backend_->block_size(), BatchPlan::Logits::kLast);
     std::vector<float> logits;
     backend_->forward(warm, logits);
+  } catch (const std::exception& e) {
+    return fail_fatally(std::string("warm-up step: ") + e.what());
   }
   ready_ = true;
   for (;;) {
@@ -220,7 +262,13 @@ void Engine::run() {
     }
     for (auto& r : submitted) impl_->accept(std::move(r));
     for (const auto& id : cancelled) impl_->cancel(id);
-    if (!impl_->step() && !impl_->scheduler.idle()) {
+    bool stepped = false;
+    try {
+      stepped = impl_->step();
+    } catch (const std::exception& e) {
+      return fail_fatally(e.what());
+    }
+    if (!stepped && !impl_->scheduler.idle()) {
       // Work is waiting but none could be scheduled (it cannot happen with an idle
       // cache); do not spin.
       std::unique_lock<std::mutex> lock(inbox_mu_);

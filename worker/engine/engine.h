@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,6 +46,16 @@ class Engine {
  public:
   Engine(std::unique_ptr<Backend> backend, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options);
   ~Engine();  // stops the thread; live requests finish with kAbort
+
+  // Called once, on the engine thread, when a step fails on the device (the backend
+  // threw: a CUDA error, an exhausted device). By then every live and queued request has
+  // finished with kError naming the failure, ready() is false and later submissions
+  // finish with kError at once: the device state is unknown, so the engine does not step
+  // again. `serve` logs it and exits non-zero, so that a supervisor restarts the worker
+  // and the gateway continues the streams elsewhere. Set before start().
+  void set_fatal_handler(std::function<void(const std::string& what)> handler) { on_fatal_ = std::move(handler); }
+  // The failure that stopped the engine; empty while it runs.
+  std::string failure() const;
 
   // Starts the engine thread; it runs one warm-up step, then ready() turns true.
   void start();
@@ -83,13 +94,18 @@ class Engine {
   LatencyObserver* latency_ = nullptr;
   std::unique_ptr<Impl> impl_;
 
-  std::mutex inbox_mu_;
+  mutable std::mutex inbox_mu_;
   std::condition_variable inbox_cv_;
   std::deque<EngineRequest> submitted_;
   std::vector<std::string> cancelled_;
   bool stopping_ = false;
   std::atomic<bool> ready_{false};
+  std::string failure_;  // under inbox_mu_
+  std::function<void(const std::string&)> on_fatal_;
   std::thread thread_;
+
+  // A device step threw: fail everything, refuse what comes, tell the handler.
+  void fail_fatally(const std::string& what);
 };
 
 }  // namespace sy

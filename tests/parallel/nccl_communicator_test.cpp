@@ -21,9 +21,9 @@ int device_count() {
   return count;
 }
 
-#define SKIP_WITHOUT_TWO_GPUS()                                                   \
-  do {                                                                            \
-    if (device_count() < 2) GTEST_SKIP() << "needs at least 2 CUDA devices";      \
+#define SKIP_WITHOUT_TWO_GPUS()                                              \
+  do {                                                                       \
+    if (device_count() < 2) GTEST_SKIP() << "needs at least 2 CUDA devices"; \
   } while (0)
 
 #define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr

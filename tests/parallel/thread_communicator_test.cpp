@@ -102,12 +102,18 @@ std::vector<Step> make_steps(int size, int count, uint64_t seed) {
     s.root = static_cast<int>(rng() % size);
     for (int r = 0; r < size; ++r) s.in.push_back(random_values(rng, s.n));
     switch (s.op) {
-      case Op::kAllReduce: s.expected = rank_order_sum(s.in); break;
-      case Op::kAllGather:
-        for (int r = 0; r < size; ++r) s.expected.insert(s.expected.end(), s.in[r].begin(), s.in[r].end());
+      case Op::kAllReduce:
+        s.expected = rank_order_sum(s.in);
         break;
-      case Op::kBroadcast: s.expected = s.in[s.root]; break;
-      case Op::kBarrier: break;
+      case Op::kAllGather:
+        for (int r = 0; r < size; ++r)
+          s.expected.insert(s.expected.end(), s.in[r].begin(), s.in[r].end());
+        break;
+      case Op::kBroadcast:
+        s.expected = s.in[s.root];
+        break;
+      case Op::kBarrier:
+        break;
     }
   }
   return steps;
@@ -153,8 +159,8 @@ TEST_P(ThreadCommunicatorSizes, CollectivesMatchReferenceUnderRandomTiming) {
       if (!status.ok()) {
         failure[rank] = "step " + std::to_string(k) + ": " + status.message;
       } else if (!same_bits(buf, s.expected)) {
-        failure[rank] = "step " + std::to_string(k) + " (op " + std::to_string(int(s.op)) +
-                        ", n " + std::to_string(s.n) + "): result differs from the reference";
+        failure[rank] = "step " + std::to_string(k) + " (op " + std::to_string(int(s.op)) + ", n " +
+                        std::to_string(s.n) + "): result differs from the reference";
       }
     }
   });
@@ -178,7 +184,8 @@ TEST(ThreadCommunicator, SumIsTheSameWhicheverRankIsLate) {
       if (comm.rank() == late) std::this_thread::sleep_for(5ms);
       EXPECT_TRUE(comm.all_reduce_sum(out[comm.rank()].data(), n).ok());
     });
-    for (int r = 0; r < size; ++r) EXPECT_TRUE(same_bits(out[r], expected)) << "late " << late << " rank " << r;
+    for (int r = 0; r < size; ++r)
+      EXPECT_TRUE(same_bits(out[r], expected)) << "late " << late << " rank " << r;
   }
 }
 
@@ -218,34 +225,42 @@ TEST(ThreadCommunicator, DisagreeingCallsFailOnEveryRankAndTheGroupGoesOn) {
   CommunicatorGroup group = make_thread_group(3);
   std::vector<std::vector<float>> buf(3, std::vector<float>(16, 1.0f));
   // Different counts.
-  expect_all(run_once(group, [&](Communicator& c) {
-               return c.all_reduce_sum(buf[c.rank()].data(), c.rank() == 2 ? 15 : 16);
-             }),
+  expect_all(run_once(group,
+                      [&](Communicator& c) {
+                        return c.all_reduce_sum(buf[c.rank()].data(), c.rank() == 2 ? 15 : 16);
+                      }),
              CommCode::kInvalidArgument);
   // Different operations.
-  expect_all(run_once(group, [&](Communicator& c) {
-               return c.rank() == 1 ? c.broadcast(buf[1].data(), 16, 0)
-                                    : c.all_reduce_sum(buf[c.rank()].data(), 16);
-             }),
+  expect_all(run_once(group,
+                      [&](Communicator& c) {
+                        return c.rank() == 1 ? c.broadcast(buf[1].data(), 16, 0)
+                                             : c.all_reduce_sum(buf[c.rank()].data(), 16);
+                      }),
              CommCode::kInvalidArgument);
   // A root outside the group; different roots.
-  expect_all(run_once(group, [&](Communicator& c) { return c.broadcast(buf[c.rank()].data(), 16, 3); }),
-             CommCode::kInvalidArgument);
-  expect_all(run_once(group, [&](Communicator& c) { return c.broadcast(buf[c.rank()].data(), 16, c.rank()); }),
-             CommCode::kInvalidArgument);
+  expect_all(
+      run_once(group, [&](Communicator& c) { return c.broadcast(buf[c.rank()].data(), 16, 3); }),
+      CommCode::kInvalidArgument);
+  expect_all(
+      run_once(group,
+               [&](Communicator& c) { return c.broadcast(buf[c.rank()].data(), 16, c.rank()); }),
+      CommCode::kInvalidArgument);
   // A null buffer on one rank; two ranks sharing one buffer.
-  expect_all(run_once(group, [&](Communicator& c) {
-               return c.all_reduce_sum(c.rank() == 0 ? nullptr : buf[c.rank()].data(), 16);
-             }),
+  expect_all(run_once(group,
+                      [&](Communicator& c) {
+                        return c.all_reduce_sum(c.rank() == 0 ? nullptr : buf[c.rank()].data(), 16);
+                      }),
              CommCode::kInvalidArgument);
-  expect_all(run_once(group, [&](Communicator& c) {
-               return c.all_reduce_sum(buf[c.rank() == 2 ? 1 : c.rank()].data() , 16);
-             }),
+  expect_all(run_once(group,
+                      [&](Communicator& c) {
+                        return c.all_reduce_sum(buf[c.rank() == 2 ? 1 : c.rank()].data(), 16);
+                      }),
              CommCode::kInvalidArgument);
   // Nothing was written, and the group still works.
   for (auto& b : buf) EXPECT_EQ(b, std::vector<float>(16, 1.0f));
-  expect_all(run_once(group, [&](Communicator& c) { return c.all_reduce_sum(buf[c.rank()].data(), 16); }),
-             CommCode::kOk);
+  expect_all(
+      run_once(group, [&](Communicator& c) { return c.all_reduce_sum(buf[c.rank()].data(), 16); }),
+      CommCode::kOk);
   for (auto& b : buf) EXPECT_EQ(b, std::vector<float>(16, 3.0f));
 }
 
@@ -316,7 +331,8 @@ TEST(CommunicatorFactory, RefusesUnknownKindsAndSizes) {
     create_communicators("mpi", options);
     FAIL() << "no error";
   } catch (const CommunicatorError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown communicator kind \"mpi\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown communicator kind \"mpi\""), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("threads"), std::string::npos) << e.what();
   }
   options.size = 0;

@@ -9,11 +9,16 @@ namespace sy::parallel {
 
 const char* to_string(CommCode code) {
   switch (code) {
-    case CommCode::kOk: return "ok";
-    case CommCode::kInvalidArgument: return "invalid argument";
-    case CommCode::kTimeout: return "timeout";
-    case CommCode::kAborted: return "aborted";
-    case CommCode::kBackend: return "backend error";
+    case CommCode::kOk:
+      return "ok";
+    case CommCode::kInvalidArgument:
+      return "invalid argument";
+    case CommCode::kTimeout:
+      return "timeout";
+    case CommCode::kAborted:
+      return "aborted";
+    case CommCode::kBackend:
+      return "backend error";
   }
   return "?";
 }

@@ -121,8 +121,7 @@ class CommunicatorError : public std::runtime_error {
 
 // The group's communicators, element r being rank r's: "threads" | "nccl". Throws
 // CommunicatorError naming the known kinds when `kind` is not one of them.
-CommunicatorGroup create_communicators(const std::string& kind,
-                                       const CommunicatorOptions& options);
+CommunicatorGroup create_communicators(const std::string& kind, const CommunicatorOptions& options);
 
 // The kinds this build can create ("threads", and "nccl" with SWITCHYARD_CUDA + NCCL).
 std::vector<std::string> communicator_kinds();

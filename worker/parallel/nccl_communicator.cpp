@@ -100,14 +100,16 @@ class NcclCommunicator final : public Communicator {
 
   CommStatus all_reduce_sum(float* data, size_t n, Stream stream) override {
     if (CommStatus s = check("all_reduce_sum", data, n); !s.ok()) return s;
-    return result("all_reduce_sum", ncclAllReduce(data, data, n, ncclFloat, ncclSum, comm(),
-                                                  cuda_stream(stream)));
+    return result("all_reduce_sum",
+                  ncclAllReduce(data, data, n, ncclFloat, ncclSum, comm(), cuda_stream(stream)));
   }
 
   CommStatus all_gather(const float* send, size_t n, float* recv, Stream stream) override {
     if (CommStatus s = check("all_gather", recv, n); !s.ok()) return s;
-    if (send == nullptr && n > 0) return {CommCode::kInvalidArgument, "all_gather: null send buffer"};
-    return result("all_gather", ncclAllGather(send, recv, n, ncclFloat, comm(), cuda_stream(stream)));
+    if (send == nullptr && n > 0)
+      return {CommCode::kInvalidArgument, "all_gather: null send buffer"};
+    return result("all_gather",
+                  ncclAllGather(send, recv, n, ncclFloat, comm(), cuda_stream(stream)));
   }
 
   CommStatus broadcast(float* data, size_t n, int root, Stream stream) override {
@@ -124,8 +126,8 @@ class NcclCommunicator final : public Communicator {
   CommStatus barrier(Stream stream) override {
     if (group_->aborted()) return {CommCode::kAborted, "barrier: the group was aborted"};
     float* one = group_->scratch(rank_);
-    return result("barrier", ncclAllReduce(one, one, 1, ncclFloat, ncclSum, comm(),
-                                           cuda_stream(stream)));
+    return result("barrier",
+                  ncclAllReduce(one, one, 1, ncclFloat, ncclSum, comm(), cuda_stream(stream)));
   }
 
   void abort() override { group_->abort(); }
@@ -139,15 +141,15 @@ class NcclCommunicator final : public Communicator {
   CommStatus check(const char* op, const float* data, size_t n) const {
     if (group_->aborted()) return {CommCode::kAborted, std::string(op) + ": the group was aborted"};
     if (data == nullptr && n > 0) {
-      return {CommCode::kInvalidArgument, std::string(op) + ": null buffer with n = " +
-                                              std::to_string(n)};
+      return {CommCode::kInvalidArgument,
+              std::string(op) + ": null buffer with n = " + std::to_string(n)};
     }
     return CommStatus::success();
   }
 
   CommStatus result(const char* op, ncclResult_t r) const {
     if (r == ncclSuccess) return CommStatus::success();
-    const CommCode code = group_->aborted() ? CommCode::kAborted
+    const CommCode code = group_->aborted()          ? CommCode::kAborted
                           : r == ncclInvalidArgument ? CommCode::kInvalidArgument
                                                      : CommCode::kBackend;
     return {code, std::string(op) + ": " + nccl_error(r, comm())};

@@ -11,13 +11,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <thread>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 
 namespace sy::parallel {
 namespace {
@@ -26,10 +25,14 @@ enum class Op { kAllReduce, kAllGather, kBroadcast, kBarrier };
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::kAllReduce: return "all_reduce_sum";
-    case Op::kAllGather: return "all_gather";
-    case Op::kBroadcast: return "broadcast";
-    case Op::kBarrier: return "barrier";
+    case Op::kAllReduce:
+      return "all_reduce_sum";
+    case Op::kAllGather:
+      return "all_gather";
+    case Op::kBroadcast:
+      return "broadcast";
+    case Op::kBarrier:
+      return "barrier";
   }
   return "?";
 }
@@ -87,8 +90,8 @@ class Rendezvous {
     lock.lock();
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
     while (generation_ == generation && !broken_) {
-      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
-          generation_ == generation && !broken_) {
+      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && generation_ == generation &&
+          !broken_) {
         // The arrival count now includes a rank that left; no later rendezvous of this
         // group could be trusted, so it is broken for all.
         broken_ = true;
@@ -165,7 +168,8 @@ class ThreadCommunicator final : public Communicator {
     if (error.empty()) work(call);
     code = rendezvous_->arrive_and_wait();
     if (code != CommCode::kOk) return status_of(code, call.op);
-    if (!error.empty()) return {CommCode::kInvalidArgument, std::string(op_name(call.op)) + ": " + error};
+    if (!error.empty())
+      return {CommCode::kInvalidArgument, std::string(op_name(call.op)) + ": " + error};
     return CommStatus::success();
   }
 
@@ -181,8 +185,8 @@ class ThreadCommunicator final : public Communicator {
                std::to_string(r) + " called " + op_name(c.op);
       }
       if (c.n != first.n) {
-        return "rank 0 passed n = " + std::to_string(first.n) + " but rank " +
-               std::to_string(r) + " passed n = " + std::to_string(c.n);
+        return "rank 0 passed n = " + std::to_string(first.n) + " but rank " + std::to_string(r) +
+               " passed n = " + std::to_string(c.n);
       }
       if (c.root != first.root) {
         return "rank 0 passed root " + std::to_string(first.root) + " but rank " +
@@ -201,8 +205,8 @@ class ThreadCommunicator final : public Communicator {
     for (int r = 0; r < size; ++r) {
       const Call& c = calls[r];
       if (c.data == nullptr || (c.op == Op::kAllGather && c.send == nullptr)) {
-        return "rank " + std::to_string(r) + " passed a null buffer with n = " +
-               std::to_string(c.n);
+        return "rank " + std::to_string(r) +
+               " passed a null buffer with n = " + std::to_string(c.n);
       }
       written.push_back(range_of(c.data, c.op == Op::kAllGather ? c.n * size : c.n));
       if (c.op == Op::kAllGather) read.push_back(range_of(c.send, c.n));
@@ -285,7 +289,8 @@ CommunicatorGroup make_thread_group(int size, std::chrono::milliseconds timeout)
   }
   auto rendezvous = std::make_shared<Rendezvous>(size, timeout);
   CommunicatorGroup group;
-  for (int r = 0; r < size; ++r) group.push_back(std::make_unique<ThreadCommunicator>(rendezvous, r));
+  for (int r = 0; r < size; ++r)
+    group.push_back(std::make_unique<ThreadCommunicator>(rendezvous, r));
   return group;
 }
 

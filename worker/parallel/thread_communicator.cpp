@@ -63,7 +63,10 @@ Range range_of(const float* p, size_t n) {
 class Rendezvous {
  public:
   Rendezvous(int size, std::chrono::milliseconds timeout)
-      : size_(size), timeout_(timeout), calls_(size) {}
+      // A year stands for "forever" without overflowing now() + timeout.
+      : size_(size),
+        timeout_(std::min<std::chrono::milliseconds>(timeout, std::chrono::hours(24 * 365))),
+        calls_(size) {}
 
   int size() const { return size_; }
   Call& call(int rank) { return calls_[rank]; }

@@ -77,6 +77,7 @@ class CudaBackend : public Backend {
   // Chooses the tokens of logits_ rows [0, n) into ids_ + first: the sampler with the
   // parameters from row_params_ + first, or argmax.
   void enqueue_choose(int64_t first, int64_t n, bool sampled);
+  class LayerOps;  // the decoder's ops as kernel launches (cuda_step.cpp)
   void enqueue_layers(const Step& step);
   void enqueue_lm_head(const __nv_bfloat16* rows, int64_t n);
   void run_graph(const Step& step);

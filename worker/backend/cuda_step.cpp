@@ -1,7 +1,7 @@
-// The kernel sequence of one step on the cuda backend, the same in a decode graph and
-// in an eager step: embedding, then per layer norm → QKV → (bias, Q/K norm) → RoPE →
-// KV write → attention → O → norm → gate/up → SiLU·up → down, then the final norm.
+// One step on the cuda backend: the decoder's description (worker/model/decoder.h) as
+// kernel launches, the same in a decode graph and in an eager step.
 #include <cmath>
+#include <stdexcept>
 
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/bias_add.cuh"
@@ -12,122 +12,161 @@
 #include "kernels/cuda/rope_kv.cuh"
 #include "kernels/cuda/silu_mul.cuh"
 #include "worker/backend/cuda_backend.h"
+#include "worker/model/decoder.h"
 
 namespace sy {
 
 using bf16 = __nv_bfloat16;
 
-void CudaBackend::enqueue_layers(const Step& step) {
-  const ModelConfig& c = config_;
-  const int64_t T = step.tokens;
-  const int64_t Q = c.q_dim(), KV = c.kv_dim(), QKV = Q + 2 * KV;
-  const PlanLayout p = plan_layout();
-  const int32_t* plan = plan_.as<int32_t>();
-  auto* x = x_.as<float>();
-  auto* delta = delta_.as<float>();
-  auto* h = h_.as<bf16>();
-  auto* qkv = qkv_.as<bf16>();
-  auto* attn = attn_.as<bf16>();
-  auto* gate_up = gate_up_.as<bf16>();
-  auto* act = act_.as<bf16>();
-
-  cuda::GatherRowsArgs emb;
-  emb.table = weights_.embedding;
-  emb.table_rows = c.vocab;
-  emb.cols = c.hidden;
-  emb.ids = plan + p.tokens;
-  emb.rows = T;
-  emb.out_f32 = x;
-  check(cuda::gather_rows(emb, stream_), "embedding");
-
-  cuda::PagedAttentionArgs a;
-  a.n_heads = c.n_heads;
-  a.n_kv_heads = c.n_kv_heads;
-  a.head_dim = c.head_dim;
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
-  a.q = qkv;
-  a.q_stride = QKV;
-  a.k_new = qkv + Q;
-  a.v_new = qkv + Q + KV;
-  a.kv_stride = QKV;
-  a.out = attn;
-  a.block_size = block_size_;
-  a.kv_indptr = plan + p.kv_indptr;
-  a.kv_indices = plan + p.kv_indices;
-  a.kv_last_block_len = plan + p.kv_last_block_len;
-  a.cu_seqlens = plan + p.cu_seqlens;
-  a.positions = plan + p.positions;
-  a.num_seqs = step.seqs;
-  a.num_tokens = step.tokens;
-  a.workspace = attn_workspace_.get();
-  a.workspace_bytes = attn_workspace_.bytes();
-  a.prefill_warps = prefill_warps_;
-  a.prefill_kernel = prefill_attention_kernel_;
-  // Decode variants 1 and 2: RoPE fused with the KV write; 2 also the one-launch decode
-  // attention where the tensor-core kernel applies (GQA groups of 2 or more).
-  // Deterministic numerics (BackendOptions::deterministic): a decode row goes through the
-  // prefill kernels, RoPE and KV write included, exactly as the same position would in a
-  // prefill step.
-  const bool decode_kernels = step.decode && !deterministic_;
-  const bool fused_decode = decode_kernels && decode_variant_ >= 1;
-  if (fused_decode && decode_variant_ == 2 && c.n_heads / c.n_kv_heads >= 2 && c.head_dim >= 16) {
-    a.decode_variant = 3;
-    a.split_counters = split_counters_.as<int32_t>();
+// The decoder's ops (worker/model/decoder.h) as kernel launches on stream_, over the
+// step buffers: x_ (fp32 residual), delta_, h_ (bf16), qkv_, attn_, gate_up_, act_.
+class CudaBackend::LayerOps : public DecoderOps {
+ public:
+  LayerOps(CudaBackend& b, const Step& step) : b_(b), step_(step), c_(b.config_), T_(step.tokens) {
+    const PlanLayout p = b.plan_layout();
+    plan_ = b.plan_.as<int32_t>();
+    positions_ = plan_ + p.positions;
+    tokens_ = plan_ + p.tokens;
+    a_.n_heads = c_.n_heads;
+    a_.n_kv_heads = c_.n_kv_heads;
+    a_.head_dim = c_.head_dim;
+    a_.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c_.head_dim)));
+    a_.q = b.qkv_.as<bf16>();
+    a_.q_stride = qkv_dim();
+    a_.k_new = a_.q + c_.q_dim();
+    a_.v_new = a_.k_new + c_.kv_dim();
+    a_.kv_stride = qkv_dim();
+    a_.out = b.attn_.as<bf16>();
+    a_.block_size = b.block_size_;
+    a_.kv_indptr = plan_ + p.kv_indptr;
+    a_.kv_indices = plan_ + p.kv_indices;
+    a_.kv_last_block_len = plan_ + p.kv_last_block_len;
+    a_.cu_seqlens = plan_ + p.cu_seqlens;
+    a_.positions = positions_;
+    a_.num_seqs = step.seqs;
+    a_.num_tokens = step.tokens;
+    a_.workspace = b.attn_workspace_.get();
+    a_.workspace_bytes = b.attn_workspace_.bytes();
+    a_.prefill_warps = b.prefill_warps_;
+    a_.prefill_kernel = b.prefill_attention_kernel_;
+    // Deterministic numerics (BackendOptions::deterministic): a decode row goes through
+    // the prefill kernels, RoPE and KV write included, exactly as the same position would
+    // in a prefill step. Decode variants 1 and 2: RoPE fused with the KV write; 2 also the
+    // one-launch decode attention where the tensor-core kernel applies (GQA groups of 2
+    // or more).
+    decode_kernels_ = step.decode && !b.deterministic_;
+    fused_decode_ = decode_kernels_ && b.decode_variant_ >= 1;
+    if (fused_decode_ && b.decode_variant_ == 2 && c_.n_heads / c_.n_kv_heads >= 2 && c_.head_dim >= 16) {
+      a_.decode_variant = 3;
+      a_.split_counters = b.split_counters_.as<int32_t>();
+    }
+    splits_ = decode_kernels_ ? cuda::decode_num_splits(step.seqs, c_.n_kv_heads, b.num_sms_) : 0;
   }
-  const int splits = decode_kernels ? cuda::decode_num_splits(step.seqs, c.n_kv_heads, num_sms_) : 0;
 
-  for (int l = 0; l < c.n_layers; ++l) {
-    const CudaLayerWeights& L = weights_.layers[static_cast<size_t>(l)];
-    // h = norm(x + previous layer's MLP output); the first layer has nothing to add.
-    check(cuda::add_rms_norm({x, l == 0 ? nullptr : delta, L.attn_norm, h, T, c.hidden, c.rms_eps,
-                              small_kernel_variant_},
-                             stream_),
-          "attention norm");
-    check(linear_.run(L.wqkv, h, T, qkv, cuda::GemmOut::kBF16, stream_), "QKV projection");
-    if (L.bqkv) check(cuda::bias_add({qkv, T, QKV, QKV, L.bqkv}, stream_), "QKV bias");
+  void embed() override {
+    cuda::GatherRowsArgs emb;
+    emb.table = b_.weights_.embedding;
+    emb.table_rows = c_.vocab;
+    emb.cols = c_.hidden;
+    emb.ids = tokens_;
+    emb.rows = T_;
+    emb.out_f32 = b_.x_.as<float>();
+    b_.check(cuda::gather_rows(emb, b_.stream_), "embedding");
+  }
+
+  void attention_norm(int l) override { norm(layer(l).attn_norm, l > 0, "attention norm"); }
+
+  void qkv_projection(int l) override {
+    const CudaLayerWeights& L = layer(l);
+    auto* qkv = b_.qkv_.as<bf16>();
+    b_.check(b_.linear_.run(L.wqkv, b_.h_.as<bf16>(), T_, qkv, cuda::GemmOut::kBF16, b_.stream_), "QKV projection");
+    if (L.bqkv) b_.check(cuda::bias_add({qkv, T_, qkv_dim(), qkv_dim(), L.bqkv}, b_.stream_), "QKV bias");
     if (L.q_norm)
-      check(cuda::qk_norm(
-                {qkv, T, QKV, c.n_heads, c.n_kv_heads, c.head_dim, L.q_norm, L.k_norm, c.rms_eps},
-                stream_),
-            "Q/K norm");
-    a.k_cache = kv_.as<bf16>() + layer_kv_elements_ * 2 * static_cast<size_t>(l);
-    a.v_cache = a.k_cache + layer_kv_elements_;
-    if (fused_decode) {
-      check(
-          cuda::rope_write_kv({a, qkv, c.rope_dim, c.rope_layout, weights_.rope_inv_freq}, stream_),
-          "RoPE + KV cache write");
-    } else {
-      check(
-          cuda::rope({qkv, T, QKV, c.n_heads + c.n_kv_heads, c.head_dim, c.rope_dim, c.rope_layout,
-                      plan + p.positions, weights_.rope_inv_freq, small_kernel_variant_},
-                     stream_),
-          "RoPE");
-      check(cuda::write_kv_cache(a, stream_), "KV cache write");
-    }
-    if (decode_kernels)
-      check(cuda::paged_decode_attention(a, splits, stream_), "decode attention");
-    else
-      check(cuda::paged_prefill_attention(a, step.max_q_len, step.max_context, stream_),
-            "prefill attention");
-    check(linear_.run(L.wo, attn, T, delta, cuda::GemmOut::kF32, stream_), "output projection");
-    check(cuda::add_rms_norm(
-              {x, delta, L.ffn_norm, h, T, c.hidden, c.rms_eps, small_kernel_variant_}, stream_),
-          "MLP norm");
-    if (gated_gemv_) {
-      check(linear_.run_gate(L.w_gate_up, h, T, gate_up, act, stream_),
-            "gate/up projection + SiLU");
-    } else {
-      check(linear_.run(L.w_gate_up, h, T, gate_up, cuda::GemmOut::kBF16, stream_),
-            "gate/up projection");
-      check(cuda::silu_mul({gate_up, act, T, c.ffn}, stream_), "SiLU");
-    }
-    check(linear_.run(L.w_down, act, T, delta, cuda::GemmOut::kF32, stream_), "down projection");
+      b_.check(cuda::qk_norm({qkv, T_, qkv_dim(), c_.n_heads, c_.n_kv_heads, c_.head_dim, L.q_norm, L.k_norm, c_.rms_eps},
+                             b_.stream_),
+               "Q/K norm");
   }
-  // Final residual add and norm of every row; the LM head then reads the rows it needs.
-  check(cuda::add_rms_norm({x, c.n_layers > 0 ? delta : nullptr, weights_.output_norm, h, T,
-                            c.hidden, c.rms_eps, small_kernel_variant_},
-                           stream_),
-        "final norm");
+
+  void rope_and_cache(int l) override {
+    a_.k_cache = b_.kv_.as<bf16>() + b_.layer_kv_elements_ * 2 * static_cast<size_t>(l);
+    a_.v_cache = a_.k_cache + b_.layer_kv_elements_;
+    if (fused_decode_) {
+      b_.check(cuda::rope_write_kv({a_, b_.qkv_.as<bf16>(), c_.rope_dim, c_.rope_layout, b_.weights_.rope_inv_freq}, b_.stream_),
+               "RoPE + KV cache write");
+      return;
+    }
+    b_.check(cuda::rope({b_.qkv_.as<bf16>(), T_, qkv_dim(), c_.n_heads + c_.n_kv_heads, c_.head_dim, c_.rope_dim, c_.rope_layout,
+                         positions_, b_.weights_.rope_inv_freq, b_.small_kernel_variant_},
+                        b_.stream_),
+             "RoPE");
+    b_.check(cuda::write_kv_cache(a_, b_.stream_), "KV cache write");
+  }
+
+  void attention(int) override {
+    if (decode_kernels_)
+      b_.check(cuda::paged_decode_attention(a_, splits_, b_.stream_), "decode attention");
+    else
+      b_.check(cuda::paged_prefill_attention(a_, step_.max_q_len, step_.max_context, b_.stream_), "prefill attention");
+  }
+
+  void output_projection(int l) override {
+    b_.check(b_.linear_.run(layer(l).wo, b_.attn_.as<bf16>(), T_, b_.delta_.as<float>(), cuda::GemmOut::kF32, b_.stream_),
+             "output projection");
+  }
+
+  void mlp_norm(int l) override { norm(layer(l).ffn_norm, true, "MLP norm"); }
+
+  void gate_up(int l) override {
+    const CudaLayerWeights& L = layer(l);
+    auto* h = b_.h_.as<bf16>();
+    auto* gate_up = b_.gate_up_.as<bf16>();
+    auto* act = b_.act_.as<bf16>();
+    if (b_.gated_gemv_) {
+      b_.check(b_.linear_.run_gate(L.w_gate_up, h, T_, gate_up, act, b_.stream_), "gate/up projection + SiLU");
+      return;
+    }
+    b_.check(b_.linear_.run(L.w_gate_up, h, T_, gate_up, cuda::GemmOut::kBF16, b_.stream_), "gate/up projection");
+    b_.check(cuda::silu_mul({gate_up, act, T_, c_.ffn}, b_.stream_), "SiLU");
+  }
+
+  void down_projection(int l) override {
+    b_.check(b_.linear_.run(layer(l).w_down, b_.act_.as<bf16>(), T_, b_.delta_.as<float>(), cuda::GemmOut::kF32, b_.stream_),
+             "down projection");
+  }
+
+  void all_reduce_delta() override {
+    throw std::logic_error("cuda backend: tensor parallelism is not built yet");
+  }
+
+  // Every row (the LM head then reads the rows it needs).
+  void final_norm() override { norm(b_.weights_.output_norm, c_.n_layers > 0, "final norm"); }
+
+ private:
+  int64_t qkv_dim() const { return c_.q_dim() + 2 * c_.kv_dim(); }
+  const CudaLayerWeights& layer(int l) const { return b_.weights_.layers[static_cast<size_t>(l)]; }
+  // h = norm(x (+= delta)).
+  void norm(const float* weight, bool add, const char* what) {
+    b_.check(cuda::add_rms_norm({b_.x_.as<float>(), add ? b_.delta_.as<float>() : nullptr, weight, b_.h_.as<bf16>(), T_, c_.hidden,
+                                 c_.rms_eps, b_.small_kernel_variant_},
+                                b_.stream_),
+             what);
+  }
+
+  CudaBackend& b_;
+  const Step& step_;
+  const ModelConfig& c_;
+  const int64_t T_;
+  const int32_t* plan_ = nullptr;
+  const int32_t* positions_ = nullptr;
+  const int32_t* tokens_ = nullptr;
+  cuda::PagedAttentionArgs a_;
+  bool decode_kernels_ = false, fused_decode_ = false;
+  int splits_ = 0;
+};
+
+void CudaBackend::enqueue_layers(const Step& step) {
+  LayerOps ops(*this, step);
+  run_decoder(ops, config_.n_layers, /*tensor_parallel=*/false);
 }
 
 void CudaBackend::enqueue_lm_head(const bf16* rows, int64_t n) {

@@ -1,4 +1,4 @@
-#include "worker/engine/batch_plan.h"
+#include "worker/plan/batch_plan.h"
 
 #include <string>
 

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "worker/backend/cpu_backend.h"
+#include "worker/backend/group_backend.h"
 #ifdef SY_HAVE_CUDA
 #include "worker/backend/cuda_backend.h"
 #endif
@@ -36,7 +37,12 @@ size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size) {
 
 std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSource& src,
                                         const ModelConfig& config, const BackendOptions& options) {
-  if (name == "cpu") return std::make_unique<CpuBackend>(src, config, options);
+  if (options.tp < 1 || options.tp > 64) throw std::invalid_argument("tp must be in 1..64");
+  if (name == "cpu") return options.tp > 1 ? create_cpu_group(src, config, options) : std::make_unique<CpuBackend>(src, config, options);
+#ifdef SY_HAVE_CUDA
+  if (options.tp > 1 && cuda_device_index(name) >= 0)
+    throw std::invalid_argument("tensor parallelism on cuda devices is not built yet (cpu ranks only: --device cpu --tp N)");
+#endif
   const int device = cuda_device_index(name);
 #ifdef SY_HAVE_CUDA
   if (device >= 0) return std::make_unique<CudaBackend>(src, config, options, device);

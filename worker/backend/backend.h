@@ -11,13 +11,17 @@
 #include <vector>
 
 #include "common/model_source.h"
-#include "worker/engine/batch_plan.h"
+#include "worker/plan/batch_plan.h"
 #include "worker/model/model_config.h"
 
 namespace sy {
 
 struct BackendOptions {
   int32_t block_size = 16;
+  // Tensor-parallel ranks (DESIGN.md, "Parallel groups"): cpu, ranks as threads of this
+  // process over a "threads" communicator (GroupBackend). Shapes tp does not divide are
+  // refused (std::invalid_argument).
+  int32_t tp = 1;
   // Batch-invariant numerics (docs/NUMERICS.md): a sequence's logits are the same bits
   // whatever else shares its batch, however its prompt is chunked, whether a position is
   // computed by a prefill or a decode step and whether its prefix came from the cache, so

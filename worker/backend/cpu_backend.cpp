@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "common/check.h"
 #include "kernels/cpu/activation.h"
@@ -11,6 +12,8 @@
 #include "kernels/cpu/invariant_gemm.h"
 #include "kernels/cpu/norm.h"
 #include "kernels/cpu/thread_pool.h"
+#include "worker/model/decoder.h"
+#include "worker/parallel/communicator.h"
 
 namespace sy {
 namespace {
@@ -21,8 +24,7 @@ void grow(std::vector<float>& v, size_t n) {
 
 // Splits `rows` rows into chunks for the pool; elementwise kernels are cheap per row.
 template <typename Fn>
-void for_row_chunks(int64_t rows, Fn&& fn) {
-  auto& pool = cpu::ThreadPool::global();
+void for_row_chunks(cpu::ThreadPool& pool, int64_t rows, Fn&& fn) {
   const int64_t chunks = std::min<int64_t>(rows, pool.size() * 4);
   if (chunks <= 1) {
     fn(0, rows);
@@ -33,109 +35,185 @@ void for_row_chunks(int64_t rows, Fn&& fn) {
 
 }  // namespace
 
-CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options)
-    : weights_(ModelWeights::load(src, config)), block_size_(options.block_size), deterministic_(options.deterministic.value_or(true)) {
+// The decoder's ops (worker/model/decoder.h) over one plan, on this rank's buffers:
+// x_ (fp32 residual), h_ (normalized), qkv_, attn_, proj_ (delta), gate_up_, act_.
+class CpuBackend::Step : public DecoderOps {
+ public:
+  Step(CpuBackend& b, const BatchPlan& plan)
+      : b_(b), plan_(plan), c_(b.local_), T_(plan.num_tokens()), H_(c_.hidden), Q_(c_.q_dim()), KV_(c_.kv_dim()),
+        F_(c_.ffn), QKV_(Q_ + 2 * KV_) {
+    grow(b.x_, static_cast<size_t>(T_ * H_));
+    grow(b.h_, static_cast<size_t>(T_ * H_));
+    grow(b.qkv_, static_cast<size_t>(T_ * QKV_));
+    grow(b.attn_, static_cast<size_t>(T_ * Q_));
+    grow(b.proj_, static_cast<size_t>(T_ * H_));
+    grow(b.gate_up_, static_cast<size_t>(T_ * 2 * F_));
+    grow(b.act_, static_cast<size_t>(T_ * F_));
+    ap_.n_heads = c_.n_heads;
+    ap_.n_kv_heads = c_.n_kv_heads;
+    ap_.head_dim = c_.head_dim;
+    ap_.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c_.head_dim)));
+    ap_.q = b.qkv_.data();
+    ap_.q_stride = QKV_;
+    ap_.k_new = b.qkv_.data() + Q_;
+    ap_.v_new = b.qkv_.data() + Q_ + KV_;
+    ap_.kv_stride = QKV_;
+    ap_.out = b.attn_.data();
+    ap_.table = plan.kv_table(b.block_size_);
+    ap_.cu_seqlens = plan.cu_seqlens.data();
+    ap_.positions = plan.positions.data();
+  }
+
+  void embed() override {
+    const auto& emb = b_.weights_.embedding;
+    for (int64_t t = 0; t < T_; ++t)
+      std::memcpy(&b_.x_[static_cast<size_t>(t * H_)], &emb[static_cast<size_t>(plan_.token_ids[t]) * H_], H_ * sizeof(float));
+  }
+
+  void attention_norm(int l) override { norm(layer(l).attn_norm.data(), l > 0); }
+
+  void qkv_projection(int l) override {
+    const LayerWeights& L = layer(l);
+    b_.matmul(b_.h_.data(), L.wqkv.data(), b_.qkv_.data(), T_, QKV_, H_);
+    if (L.bqkv.empty() && !c_.qk_norm) return;
+    for_row_chunks(*b_.pool_, T_, [&](int64_t r0, int64_t r1) {
+      for (int64_t t = r0; t < r1; ++t) {
+        float* row = &b_.qkv_[static_cast<size_t>(t * QKV_)];
+        if (!L.bqkv.empty())
+          for (int64_t i = 0; i < QKV_; ++i) row[i] += L.bqkv[static_cast<size_t>(i)];
+        if (c_.qk_norm) {
+          cpu::rms_norm(row, L.q_norm.data(), row, c_.n_heads, c_.head_dim, c_.rms_eps);
+          cpu::rms_norm(row + Q_, L.k_norm.data(), row + Q_, c_.n_kv_heads, c_.head_dim, c_.rms_eps);
+        }
+      }
+    });
+  }
+
+  void rope_and_cache(int l) override {
+    for_row_chunks(*b_.pool_, T_, [&](int64_t r0, int64_t r1) {
+      cpu::rope(&b_.qkv_[r0 * QKV_], r1 - r0, QKV_, c_.n_heads, &plan_.positions[r0], b_.rope_);
+      cpu::rope(&b_.qkv_[r0 * QKV_ + Q_], r1 - r0, QKV_, c_.n_kv_heads, &plan_.positions[r0], b_.rope_);
+    });
+    ap_.cache.k = b_.kv_.get() + b_.layer_kv_floats_ * 2 * static_cast<size_t>(l);
+    ap_.cache.v = ap_.cache.k + b_.layer_kv_floats_;
+    cpu::write_kv(ap_);
+  }
+
+  void attention(int) override { cpu::paged_attention(ap_, *b_.pool_); }
+
+  void output_projection(int l) override { b_.matmul(b_.attn_.data(), layer(l).wo.data(), b_.proj_.data(), T_, H_, Q_); }
+
+  void mlp_norm(int l) override { norm(layer(l).ffn_norm.data(), true); }
+
+  void gate_up(int l) override {
+    b_.matmul(b_.h_.data(), layer(l).w_gate_up.data(), b_.gate_up_.data(), T_, 2 * F_, H_);
+    for_row_chunks(*b_.pool_, T_, [&](int64_t r0, int64_t r1) { cpu::silu_mul(&b_.gate_up_[r0 * 2 * F_], &b_.act_[r0 * F_], r1 - r0, F_); });
+  }
+
+  void down_projection(int l) override { b_.matmul(b_.act_.data(), layer(l).w_down.data(), b_.proj_.data(), T_, H_, F_); }
+
+  void all_reduce_delta() override { b_.all_reduce(b_.proj_.data(), static_cast<size_t>(T_ * H_)); }
+
+  // Only the rows whose logits are wanted: x + delta, normalized, into last_.
+  void final_norm() override {
+    const auto R = static_cast<int64_t>(plan_.logits_rows.size());
+    b_.last_.resize(static_cast<size_t>(R * H_));
+    for (int64_t i = 0; i < R; ++i) {
+      const int64_t t = plan_.logits_rows[static_cast<size_t>(i)];
+      for (int64_t k = 0; k < H_; ++k)
+        b_.last_[static_cast<size_t>(i * H_ + k)] = b_.x_[static_cast<size_t>(t * H_ + k)] + b_.proj_[static_cast<size_t>(t * H_ + k)];
+    }
+    cpu::rms_norm(b_.last_.data(), b_.weights_.output_norm.data(), b_.last_.data(), R, H_, c_.rms_eps);
+  }
+
+ private:
+  const LayerWeights& layer(int l) const { return b_.weights_.layers[static_cast<size_t>(l)]; }
+  // h = norm(x (+= delta)).
+  void norm(const float* weight, bool add) {
+    for_row_chunks(*b_.pool_, T_, [&](int64_t r0, int64_t r1) {
+      if (add)
+        cpu::add_rms_norm(&b_.x_[r0 * H_], &b_.proj_[r0 * H_], weight, &b_.h_[r0 * H_], r1 - r0, H_, c_.rms_eps);
+      else
+        cpu::rms_norm(&b_.x_[r0 * H_], weight, &b_.h_[r0 * H_], r1 - r0, H_, c_.rms_eps);
+    });
+  }
+
+  CpuBackend& b_;
+  const BatchPlan& plan_;
+  const ModelConfig& c_;
+  const int64_t T_, H_, Q_, KV_, F_, QKV_;
+  cpu::AttentionParams ap_;
+};
+
+CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options, TensorParallel tp,
+                       parallel::Communicator* comm)
+    : weights_(ModelWeights::load(src, config, RankShape::of(config, tp))),
+      local_(weights_.shape.local(config)),
+      block_size_(options.block_size),
+      deterministic_(options.deterministic.value_or(true)),
+      comm_(comm) {
   if (block_size_ <= 0 || block_size_ > 1024) throw std::invalid_argument("block size must be in 1..1024");
+  if (tp.size > 1 && (!comm || comm->size() != tp.size || comm->rank() != tp.rank || comm->memory() != parallel::MemoryKind::kHost))
+    throw std::invalid_argument("a cpu tensor-parallel rank needs its own end of a host communicator of tp ranks");
+  if (tp.size > 1) {
+    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    own_pool_ = std::make_unique<cpu::ThreadPool>(std::max(1, static_cast<int>(hw) / tp.size));
+    pool_ = own_pool_.get();
+  } else {
+    pool_ = &cpu::ThreadPool::global();
+  }
   rope_.head_dim = config.head_dim;
   rope_.rot_dim = config.rope_dim;
   rope_.layout = config.rope_layout;
   rope_.inv_freq = cpu::rope_inv_freq(config.rope_dim, config.rope_theta, config.rope_freq_factors, config.rope_inv_freq_bf16);
-  const size_t per_block = kv_bytes_per_block(config, block_size_);
+  const size_t per_block = kv_bytes_per_block(local_, block_size_);
   num_blocks_ = options.num_kv_blocks > 0 ? options.num_kv_blocks : static_cast<int32_t>(std::min<size_t>(options.kv_memory_bytes / per_block, INT32_MAX));
   if (num_blocks_ <= 0) throw std::invalid_argument("KV memory budget holds no block");
-  layer_kv_floats_ = static_cast<size_t>(num_blocks_) * static_cast<size_t>(block_size_) * static_cast<size_t>(config.kv_dim());
+  layer_kv_floats_ = static_cast<size_t>(num_blocks_) * static_cast<size_t>(block_size_) * static_cast<size_t>(local_.kv_dim());
   // Not zeroed: pages are touched only when a block is first written.
   kv_.reset(new float[layer_kv_floats_ * 2 * static_cast<size_t>(config.n_layers)]);
 }
 
+CpuBackend::~CpuBackend() = default;
+
 void CpuBackend::matmul(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k) const {
   if (deterministic_)
-    cpu::matmul_nt_invariant(x, w, y, m, n, k, false, cpu::ThreadPool::global());
+    cpu::matmul_nt_invariant(x, w, y, m, n, k, false, *pool_);
   else
     cpu::matmul_nt(x, w, y, m, n, k);
+}
+
+void CpuBackend::all_reduce(float* data, size_t n) const {
+  if (!comm_) return;
+  if (const parallel::CommStatus s = comm_->all_reduce_sum(data, n); !s.ok())
+    throw std::runtime_error("tensor-parallel all-reduce failed: " + std::string(parallel::to_string(s.code)) + " " + s.message);
 }
 
 void CpuBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
   const ModelConfig& c = weights_.config;
   const std::string bad = plan.validate(block_size_, num_blocks_, c.vocab);
   SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
-  const int64_t T = plan.num_tokens();
-  const int64_t H = c.hidden, Q = c.q_dim(), KV = c.kv_dim(), F = c.ffn, D = c.head_dim;
-  const int64_t QKV = Q + 2 * KV;
-  auto& pool = cpu::ThreadPool::global();
+  Step step(*this, plan);
+  run_decoder(step, c.n_layers, comm_ != nullptr);
 
-  grow(x_, static_cast<size_t>(T * H));
-  grow(h_, static_cast<size_t>(T * H));
-  grow(qkv_, static_cast<size_t>(T * QKV));
-  grow(attn_, static_cast<size_t>(T * Q));
-  grow(proj_, static_cast<size_t>(T * H));
-  grow(gate_up_, static_cast<size_t>(T * 2 * F));
-  grow(act_, static_cast<size_t>(T * F));
-
-  for (int64_t t = 0; t < T; ++t)
-    std::memcpy(&x_[static_cast<size_t>(t * H)], &weights_.embedding[static_cast<size_t>(plan.token_ids[t]) * H], H * sizeof(float));
-
-  cpu::AttentionParams ap;
-  ap.n_heads = c.n_heads;
-  ap.n_kv_heads = c.n_kv_heads;
-  ap.head_dim = c.head_dim;
-  ap.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-  ap.q = qkv_.data();
-  ap.q_stride = QKV;
-  ap.k_new = qkv_.data() + Q;
-  ap.v_new = qkv_.data() + Q + KV;
-  ap.kv_stride = QKV;
-  ap.out = attn_.data();
-  ap.table = plan.kv_table(block_size_);
-  ap.cu_seqlens = plan.cu_seqlens.data();
-  ap.positions = plan.positions.data();
-
-  for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& L = weights_.layers[static_cast<size_t>(l)];
-    // h = norm(x + previous layer's MLP output); the first layer has nothing to add.
-    for_row_chunks(T, [&](int64_t r0, int64_t r1) {
-      if (l == 0)
-        cpu::rms_norm(&x_[r0 * H], L.attn_norm.data(), &h_[r0 * H], r1 - r0, H, c.rms_eps);
-      else
-        cpu::add_rms_norm(&x_[r0 * H], &proj_[r0 * H], L.attn_norm.data(), &h_[r0 * H], r1 - r0, H, c.rms_eps);
-    });
-    matmul(h_.data(), L.wqkv.data(), qkv_.data(), T, QKV, H);
-    for_row_chunks(T, [&](int64_t r0, int64_t r1) {
-      for (int64_t t = r0; t < r1; ++t) {
-        float* row = &qkv_[static_cast<size_t>(t * QKV)];
-        if (!L.bqkv.empty())
-          for (int64_t i = 0; i < QKV; ++i) row[i] += L.bqkv[static_cast<size_t>(i)];
-        if (c.qk_norm) {
-          cpu::rms_norm(row, L.q_norm.data(), row, c.n_heads, D, c.rms_eps);
-          cpu::rms_norm(row + Q, L.k_norm.data(), row + Q, c.n_kv_heads, D, c.rms_eps);
-        }
-      }
-      cpu::rope(&qkv_[r0 * QKV], r1 - r0, QKV, c.n_heads, &plan.positions[r0], rope_);
-      cpu::rope(&qkv_[r0 * QKV + Q], r1 - r0, QKV, c.n_kv_heads, &plan.positions[r0], rope_);
-    });
-    ap.cache.k = kv_.get() + layer_kv_floats_ * 2 * static_cast<size_t>(l);
-    ap.cache.v = ap.cache.k + layer_kv_floats_;
-    cpu::write_kv(ap);
-    cpu::paged_attention(ap, pool);
-    matmul(attn_.data(), L.wo.data(), proj_.data(), T, H, Q);
-    for_row_chunks(T, [&](int64_t r0, int64_t r1) {
-      cpu::add_rms_norm(&x_[r0 * H], &proj_[r0 * H], L.ffn_norm.data(), &h_[r0 * H], r1 - r0, H, c.rms_eps);
-    });
-    matmul(h_.data(), L.w_gate_up.data(), gate_up_.data(), T, 2 * F, H);
-    for_row_chunks(T, [&](int64_t r0, int64_t r1) { cpu::silu_mul(&gate_up_[r0 * 2 * F], &act_[r0 * F], r1 - r0, F); });
-    matmul(act_.data(), L.w_down.data(), proj_.data(), T, H, F);
-  }
-
-  // Final residual add and norm, only for the rows whose logits are wanted.
+  // The LM head: the whole vocabulary, or this rank's slice gathered from every rank.
   const auto R = static_cast<int64_t>(plan.logits_rows.size());
-  std::vector<float> last(static_cast<size_t>(R * H));
-  for (int64_t i = 0; i < R; ++i) {
-    const int64_t t = plan.logits_rows[static_cast<size_t>(i)];
-    for (int64_t k = 0; k < H; ++k) last[static_cast<size_t>(i * H + k)] = x_[static_cast<size_t>(t * H + k)] + proj_[static_cast<size_t>(t * H + k)];
+  const int64_t H = c.hidden, V = c.vocab;
+  logits.resize(static_cast<size_t>(R * V));
+  if (!comm_) return matmul(last_.data(), weights_.output_matrix(), logits.data(), R, V, H);
+  const RankShape& s = weights_.shape;
+  const int64_t stride = s.vocab_stride;
+  local_logits_.resize(static_cast<size_t>(R * stride));
+  gathered_.resize(static_cast<size_t>(R * stride * s.size));
+  matmul(last_.data(), weights_.lm_head.data(), local_logits_.data(), R, stride, H);
+  if (const parallel::CommStatus st = comm_->all_gather(local_logits_.data(), local_logits_.size(), gathered_.data()); !st.ok())
+    throw std::runtime_error("tensor-parallel logits gather failed: " + std::string(parallel::to_string(st.code)) + " " + st.message);
+  // gathered_ is [rank][row][stride]; logits are [row][vocab], padding dropped.
+  for (int r = 0; r < s.size; ++r) {
+    const int64_t v0 = r * stride, n = std::min(V, v0 + stride) - v0;
+    for (int64_t i = 0; i < R && n > 0; ++i)
+      std::memcpy(&logits[static_cast<size_t>(i * V + v0)], &gathered_[static_cast<size_t>((r * R + i) * stride)], static_cast<size_t>(n) * sizeof(float));
   }
-  cpu::rms_norm(last.data(), weights_.output_norm.data(), last.data(), R, H, c.rms_eps);
-  logits.resize(static_cast<size_t>(R * c.vocab));
-  matmul(last.data(), weights_.output_matrix(), logits.data(), R, c.vocab, H);
 }
 
 }  // namespace sy

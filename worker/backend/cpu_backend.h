@@ -1,19 +1,38 @@
 // The CPU backend: float32 compute, GEMMs through the batch-invariant kernel
 // (BackendOptions::deterministic, on by default) or OpenBLAS, attention over the paged KV
-// cache on the process thread pool. It is the reference every other backend is
-// compared with.
+// cache on a thread pool. It runs the decoder's one description (worker/model/decoder.h)
+// and is the reference every other backend is compared with.
+//
+// Tensor parallelism: a backend made for one rank of a group (TensorParallel, with that
+// rank's end of a "threads" communicator) loads only its slice of the weights
+// (RankShape), keeps the KV of its own heads, sums the row-parallel projections over the
+// group and gathers the vocabulary slices of the logits, so every rank returns the whole
+// logits. Each rank then runs on its own thread with its own pool (the host's threads
+// divided among the ranks); GroupBackend (group_backend.h) drives the ranks.
 #pragma once
 
 #include <memory>
 
 #include "worker/backend/backend.h"
+#include "worker/model/rank_shape.h"
 #include "worker/model/weights.h"
 
 namespace sy {
 
+namespace cpu {
+class ThreadPool;
+}
+namespace parallel {
+class Communicator;
+}
+
 class CpuBackend : public Backend {
  public:
-  CpuBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options);
+  // `comm`: this rank's end of a host-memory communicator of tp.size ranks (null when
+  // tp.size is 1). Throws std::invalid_argument for a shape tp does not divide.
+  CpuBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options,
+             TensorParallel tp = {}, parallel::Communicator* comm = nullptr);
+  ~CpuBackend() override;
 
   std::string name() const override { return "cpu"; }
   const ModelConfig& config() const override { return weights_.config; }
@@ -22,19 +41,28 @@ class CpuBackend : public Backend {
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
 
  private:
+  class Step;  // the decoder's ops over one plan (cpu_backend.cpp)
+
   // y[m, n] = x[m, k] · w[n, k]ᵀ with the GEMM the options chose.
   void matmul(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k) const;
+  // Sums `data` over the ranks (no-op for one rank); a failed collective is fatal to the
+  // step (std::runtime_error: the engine ends its requests).
+  void all_reduce(float* data, size_t n) const;
 
   ModelWeights weights_;
+  ModelConfig local_;  // this rank's head counts and FFN width
   cpu::RopeParams rope_;
   int32_t block_size_;
   int32_t num_blocks_;
   bool deterministic_;
-  // Per layer: [num_blocks, n_kv_heads, block_size, head_dim] keys, then values.
+  parallel::Communicator* comm_;
+  std::unique_ptr<cpu::ThreadPool> own_pool_;  // a tensor-parallel rank's threads
+  cpu::ThreadPool* pool_;
+  // Per layer: [num_blocks, local n_kv_heads, block_size, head_dim] keys, then values.
   std::unique_ptr<float[]> kv_;
   size_t layer_kv_floats_ = 0;
   // Activations, grown to the largest step seen.
-  std::vector<float> x_, h_, qkv_, attn_, proj_, gate_up_, act_;
+  std::vector<float> x_, h_, qkv_, attn_, proj_, gate_up_, act_, last_, local_logits_, gathered_;
 };
 
 }  // namespace sy

@@ -8,6 +8,7 @@
 
 #include "common/model_source.h"
 #include "worker/model/model_config.h"
+#include "worker/model/rank_shape.h"
 
 namespace sy {
 
@@ -35,16 +36,23 @@ std::string weight_tensor_name(ModelFormat fmt, WeightRole r, int layer);
 const TensorInfo& find_weight(const ModelSource& src, WeightRole r, int layer, const std::vector<int64_t>& shape);
 
 struct ModelWeights {
-  ModelConfig config;
+  ModelConfig config;  // the whole model's
+  RankShape shape;     // the slice these weights are (the whole model for one rank)
   std::vector<float> embedding;    // [vocab, hidden]
   std::vector<float> output_norm;  // [hidden]
-  std::vector<float> lm_head;      // [vocab, hidden]; empty when tied to the embedding
+  // [vocab, hidden]; empty when tied to the embedding. A tensor-parallel rank's:
+  // [shape.vocab_stride, hidden], its vocabulary rows then zero rows.
+  std::vector<float> lm_head;
   std::vector<LayerWeights> layers;
 
   const float* output_matrix() const { return lm_head.empty() ? embedding.data() : lm_head.data(); }
 
   // Throws ModelFileError naming the tensor on a missing tensor or a shape mismatch.
-  static ModelWeights load(const ModelSource& src, const ModelConfig& config);
+  // `shape`: a tensor-parallel rank's slice (RankShape::of), read alone from the mapped
+  // file; default: the whole model. Layer tensors then hold the rank's rows or columns
+  // (wqkv [nq + 2 nkv, hidden], wo [hidden, nq], w_gate_up [2 ffn_r, hidden], w_down
+  // [hidden, ffn_r]); the embedding and norms are whole.
+  static ModelWeights load(const ModelSource& src, const ModelConfig& config, const RankShape& shape = {});
 };
 
 }  // namespace sy

@@ -1,0 +1,64 @@
+// The executor of a parallel group (DESIGN.md, "Parallel groups"): one backend per rank,
+// each driven by its own thread (a CUDA rank's thread owns its device and stream), the
+// same plan given to every rank, rank 0's logits (or ids) returned. Its KV capacity is
+// the smallest rank's. To the engine it is one Backend, like a single device.
+//
+// A rank that throws (a device error, a collective that timed out) breaks the group: the
+// communicators are aborted so that no other rank waits forever, and forward() rethrows
+// the first error (the engine then ends every request and the worker restarts).
+#pragma once
+
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "worker/backend/backend.h"
+#include "worker/parallel/communicator.h"
+
+namespace sy {
+
+class GroupBackend : public Backend {
+ public:
+  // ranks[r] uses comms[r]; both non-empty and of one size.
+  GroupBackend(std::vector<std::unique_ptr<Backend>> ranks, parallel::CommunicatorGroup comms);
+  ~GroupBackend() override;
+
+  std::string name() const override { return ranks_[0]->name(); }
+  const ModelConfig& config() const override { return ranks_[0]->config(); }
+  int32_t block_size() const override { return ranks_[0]->block_size(); }
+  int32_t num_kv_blocks() const override { return num_kv_blocks_; }
+  int size() const { return static_cast<int>(ranks_.size()); }
+  void forward(const BatchPlan& plan, std::vector<float>& logits) override;
+  bool samples_on_device() const override { return ranks_[0]->samples_on_device(); }
+  void forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows, std::vector<int32_t>& ids) override;
+
+ private:
+  // Runs job(rank) on every rank's thread (rank 0 on the caller's) and waits for all.
+  void on_every_rank(const std::function<void(int)>& job);
+  void rank_loop(int rank);
+
+  std::vector<std::unique_ptr<Backend>> ranks_;
+  parallel::CommunicatorGroup comms_;
+  int32_t num_kv_blocks_ = 0;
+  std::vector<std::vector<float>> scratch_logits_;  // ranks 1.. compute logits too
+  std::vector<std::vector<int32_t>> scratch_ids_;
+
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::vector<std::thread> threads_;  // ranks 1..
+};
+
+// A group of `options.tp` CPU ranks over a "threads" communicator (create_backend("cpu")
+// with tp > 1 builds it). Throws std::invalid_argument for a shape tp does not divide.
+std::unique_ptr<Backend> create_cpu_group(const ModelSource& src, const ModelConfig& config, const BackendOptions& options);
+
+}  // namespace sy

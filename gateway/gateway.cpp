@@ -169,6 +169,8 @@ nlohmann::json Gateway::status_json() const {
                         {"url", r.port ? r.url() : ""},
                         {"boot_id", r.boot_id},
                         {"devices", r.devices},
+                        {"tp", r.tp},
+                        {"pcp", r.pcp},
                         {"started_at", r.started_at},
                         {"ready_at", r.ready_at},
                         {"restarts", r.restarts},

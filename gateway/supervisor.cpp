@@ -83,6 +83,8 @@ void Supervisor::start(const ModeConfig& mode) {
     r.index = i;
     r.id = "r" + std::to_string(i);
     r.phase = ReplicaPhase::kStopped;
+    r.tp = mode.tp;
+    r.pcp = mode.pcp;
     if (cpu) {
       r.devices = {"cpu"};
     } else {
@@ -135,6 +137,7 @@ std::vector<std::string> Supervisor::worker_argv(int index) const {
     a.insert(a.end(), {"--kv-memory-gb", std::to_string(f.worker.kv_memory_gb)});
   }
   if (r.devices.size() != 1 || r.devices[0] != "cpu") a.insert(a.end(), {"--device", "cuda"});
+  if (r.tp > 1) a.insert(a.end(), {"--tp", std::to_string(r.tp)});
   a.insert(a.end(), f.worker.extra_args.begin(), f.worker.extra_args.end());
   return a;
 }

@@ -39,6 +39,8 @@ struct ReplicaInfo {
   uint16_t port = 0;
   std::string boot_id;            // fresh for every start
   std::vector<std::string> devices;
+  int32_t tp = 1;                 // the replica's parallel shape (its mode's)
+  int32_t pcp = 1;
   double started_at = 0;          // epoch seconds of the last spawn
   double ready_at = 0;            // epoch seconds the last start became ready (0: not yet)
   int32_t restarts = 0;

@@ -29,6 +29,7 @@ struct ServeFlags {
   // continued on another replica draws the same tokens), the fastest kernels, or the
   // backend's default (BackendOptions::deterministic, docs/NUMERICS.md).
   std::optional<bool> deterministic;
+  int32_t tp = 1;  // --tp: tensor-parallel ranks (BackendOptions::tp)
   // The HTTP listener's limits (--max-header-bytes, --header-timeout-s, ...: the names
   // of replicas.yaml's `limits` fields with dashes), for http::apply_limits.
   LimitsConfig limits;

@@ -108,10 +108,14 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
       ModeConfig m;
       m.name = kv.first.as<std::string>();
       const std::string p = "modes." + m.name + ".";
-      r.only(kv.second, p, {"replicas", "devices_per_replica", "parallel"});
+      if (kv.second["parallel"]) r.fail(p + "parallel", "is replaced by tp and pcp (e.g. {replicas: 1, tp: 4})");
+      r.only(kv.second, p, {"replicas", "devices_per_replica", "tp", "pcp"});
       r.get(kv.second, "replicas", p, m.replicas);
       r.get(kv.second, "devices_per_replica", p, m.devices_per_replica);
-      r.get(kv.second, "parallel", p, m.parallel);
+      r.get(kv.second, "tp", p, m.tp);
+      r.get(kv.second, "pcp", p, m.pcp);
+      if (!kv.second["tp"] && !kv.second["pcp"] && kv.second["devices_per_replica"]) m.tp = m.devices_per_replica;
+      if (!kv.second["devices_per_replica"]) m.devices_per_replica = m.tp * m.pcp;
       c.modes[m.name] = m;
     }
   }
@@ -218,8 +222,13 @@ void FleetConfig::validate(const std::string& label) const {
   if (!modes.count(default_mode)) fail("default_mode", "'" + default_mode + "' is not one of the modes");
   for (const auto& [name, m] : modes) {
     if (m.replicas < 1 || m.replicas > 64) fail("modes." + name + ".replicas", "must be 1 to 64");
+    if (m.tp < 1 || m.tp > 64) fail("modes." + name + ".tp", "must be 1 to 64");
     if (m.devices_per_replica < 1) fail("modes." + name + ".devices_per_replica", "must be at least 1");
-    if (m.parallel != "tp" && m.parallel != "pcp") fail("modes." + name + ".parallel", "must be tp or pcp");
+    if (m.pcp != 1) fail("modes." + name + ".pcp", "prefill context parallelism is not built yet: pcp must be 1");
+    if (!cpu && m.devices_per_replica != m.tp * m.pcp)
+      fail("modes." + name + ".devices_per_replica", "must equal tp × pcp (" + std::to_string(m.tp * m.pcp) + ")");
+    if (!cpu && m.tp > 1)
+      fail("modes." + name + ".tp", "tensor parallelism over GPUs is not built yet; tp > 1 runs CPU ranks (devices: [cpu])");
     if (!cpu && m.replicas * m.devices_per_replica > static_cast<int32_t>(devices.size()))
       fail("modes." + name, std::to_string(m.replicas) + " replicas × " + std::to_string(m.devices_per_replica) +
                                 " devices need more than the " + std::to_string(devices.size()) + " devices listed");

@@ -13,10 +13,14 @@
 namespace sy {
 
 struct ModeConfig {
-  std::string name;            // "throughput", "latency"
-  int32_t replicas = 1;        // worker processes
-  int32_t devices_per_replica = 1;
-  std::string parallel = "tp";  // how a multi-device replica splits work: "tp" or "pcp"
+  std::string name;      // "throughput", "latency"
+  int32_t replicas = 1;  // worker processes
+  // Each replica's parallel shape: tensor-parallel ranks × prefill-context-parallel ranks
+  // (DESIGN.md, "Parallel groups"). GPUs: one device per rank; CPU: ranks as threads of
+  // the worker, sharing its cores. Not given: tp = devices_per_replica.
+  int32_t tp = 1;
+  int32_t pcp = 1;
+  int32_t devices_per_replica = 1;  // GPUs per worker = tp × pcp
 };
 
 struct WorkerConfig {

@@ -21,6 +21,7 @@ TEST(FleetConfig, TheCheckedInFileLoads) {
   EXPECT_EQ(c.default_mode, "throughput");
   EXPECT_EQ(c.modes.at("throughput").replicas, 2);
   EXPECT_EQ(c.modes.at("latency").replicas, 1);
+  EXPECT_EQ(c.modes.at("latency").tp, 2);  // two CPU ranks as threads of one worker
   EXPECT_EQ(c.devices, std::vector<std::string>{"cpu"});
   EXPECT_EQ(c.routing.policy, "prefix");
   EXPECT_EQ(split_host_port(c.admin_listen).first, "127.0.0.1");
@@ -32,10 +33,11 @@ model: /m/x.gguf
 devices: ["0", "1", "2", "3"]
 modes:
   throughput: {replicas: 4, devices_per_replica: 1}
-  latency: {replicas: 1, devices_per_replica: 4, parallel: pcp}
+  latency: {replicas: 1, tp: 1}
 )", "t");
   EXPECT_EQ(c.served_model_name, "x");
-  EXPECT_EQ(c.modes.at("latency").parallel, "pcp");
+  EXPECT_EQ(c.modes.at("throughput").tp, 1);
+  EXPECT_EQ(c.modes.at("latency").devices_per_replica, 1);  // tp × pcp
   EXPECT_EQ(c.startup.stagger_s, 2.0);
   EXPECT_EQ(c.worker.numerics, "deterministic");  // what seeded failover needs
   EXPECT_EQ(c.limits.max_header_bytes, 16384u);
@@ -91,6 +93,12 @@ TEST(FleetConfig, MistakesAreNamed) {
       {base + "worker: {max_num_seqs: many}\n", "worker.max_num_seqs: has the wrong type"},
       {base + "worker: {max_num_seqs: 0}\n", "worker.max_num_seqs: must be 1 to 4096"},
       {base + "worker: {numerics: exact}\n", "worker.numerics: must be deterministic, fast or auto"},
+      {"model: m.gguf\nmodes: {latency: {replicas: 1, devices_per_replica: 4, parallel: pcp}}\ndefault_mode: latency\n",
+       "modes.latency.parallel: is replaced by tp and pcp"},
+      {"model: m.gguf\ndevices: [\"0\", \"1\"]\nmodes: {latency: {replicas: 1, tp: 2}}\ndefault_mode: latency\n",
+       "modes.latency.tp: tensor parallelism over GPUs is not built yet"},
+      {"model: m.gguf\nmodes: {latency: {replicas: 1, pcp: 2}}\ndefault_mode: latency\n", "modes.latency.pcp: prefill context parallelism is not built yet"},
+      {"model: m.gguf\nmodes: {latency: {replicas: 1, tp: 0}}\ndefault_mode: latency\n", "modes.latency.tp: must be 1 to 64"},
       {base + "default_mode: latency\n", "default_mode: 'latency' is not one of the modes"},
       {base + "listen: nowhere\n", "not host:port"},
       {base + "routing: {policy: random}\n", "routing.policy"},

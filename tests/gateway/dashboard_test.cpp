@@ -110,6 +110,8 @@ json fake_replica(int i, const std::string& state, double t0) {
           {"url", "http://127.0.0.1:" + std::to_string(39000 + i)},
           {"boot_id", "b" + std::to_string(i)},
           {"devices", {"cpu"}},
+          {"tp", i == 0 ? 2 : 1},
+          {"pcp", 1},
           {"started_at", t0 + 3 * i},
           {"ready_at", state == "ready" ? t0 + 3 * i + 2.5 : 0.0},
           {"restarts", i % 3},
@@ -243,6 +245,8 @@ TEST(DashboardPage, ShowsAFleetFromStatus) {
     EXPECT_NE(row.find(std::string("data-state=\"") + states[i] + "\""), std::string::npos) << row;
   }
   EXPECT_EQ(text_of(dom, "replica-summary"), "· 2 of 6 ready");
+  EXPECT_NE(dom.find("cpu · tp 2<"), std::string::npos) << "r0's shape is not shown";
+  EXPECT_NE(dom.find("cpu · tp 1<"), std::string::npos);
 
   EXPECT_EQ(text_of(dom, "tok-per-s"), "50.0");
   EXPECT_EQ(text_of(dom, "ttft-p50"), "41 ms");

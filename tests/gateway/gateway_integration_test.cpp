@@ -1,5 +1,6 @@
 // The gateway with real workers on the fixture model, as operators run it: staggered
-// startup, prefix affinity, a worker killed under it, a mode switch under steady load,
+// startup, prefix affinity, a worker killed under it, a mode switch under steady load
+// (two replicas of one rank to one replica of two tensor-parallel CPU ranks),
 // bad requests, keys, and teardown that leaves no worker behind; workers inherit none of
 // the gateway's sockets.
 #include <gtest/gtest.h>
@@ -31,7 +32,7 @@ std::string write_config(const std::string& name, const FleetOptions& o) {
   const std::string path = testing::temp_path(name + ".yaml");
   std::ofstream(path) << "model: " << testing::fixture_path("qwen3-tiny-bf16.gguf") << "\n"
                       << "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\ndevices: [cpu]\n"
-                      << "modes:\n  throughput: {replicas: 2}\n  latency: {replicas: 1}\n"
+                      << "modes:\n  throughput: {replicas: 2}\n  latency: {replicas: 1, tp: 2}\n"
                       << "worker: {binary: " << SY_BIN_DIR << "/switchyard-worker, kv_memory_gb: 0.1, max_num_seqs: 8}\n"
                       << "startup: {stagger_s: " << o.stagger_s << ", ready_timeout_s: 60, restart_backoff_initial_s: 0.3}\n"
                       << o.extra;
@@ -197,6 +198,7 @@ TEST(GatewayIntegration, ModeSwitchUnderSteadyLoadFailsNoRequest) {
   const auto s = gw.status();
   EXPECT_EQ(s["mode"], "latency");
   EXPECT_EQ(s["replicas"].size(), 1u);
+  EXPECT_EQ(s["replicas"][0]["tp"], 2) << "the latency mode's replica is one worker of two tensor-parallel CPU ranks";
   EXPECT_GT(s["last_switch"]["seconds"].get<double>(), 0.0);
   EXPECT_EQ(s["counters"]["failed"].get<int>(), 0);
 }

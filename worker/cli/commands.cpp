@@ -28,6 +28,8 @@ std::unique_ptr<Backend> open_backend(const ModelSource& src, const Args& a, int
   opt.num_kv_blocks = static_cast<int32_t>(a.get_int("kv-blocks", blocks_for(std::max<int64_t>(tokens, 1), opt.block_size)));
   if (opt.num_kv_blocks <= 0) throw UsageError("--kv-blocks must be positive");
   opt.deterministic = read_numerics(a);
+  opt.tp = static_cast<int32_t>(a.get_int("tp", 1));
+  if (opt.tp < 1 || opt.tp > 64) throw UsageError("--tp must be in 1..64");
   return create_backend(a.get_or("device", "cpu"), src, config, opt);
 }
 
@@ -71,7 +73,7 @@ int run_chat(const std::vector<std::string>& argv) {
 }
 
 int run_eval(const std::vector<std::string>& argv) {
-  Args a(argv, {"model", "prompt-ids", "logits-out", "device", "block-size", "kv-blocks", "numerics"}, {"last-only"});
+  Args a(argv, {"model", "prompt-ids", "logits-out", "device", "block-size", "kv-blocks", "numerics", "tp"}, {"last-only"});
   const std::vector<int32_t> ids = parse_id_list(a.get("prompt-ids"));
   const std::string out_path = a.get("logits-out");
   auto src = ModelSource::open(a.get("model"));
@@ -86,7 +88,7 @@ int run_eval(const std::vector<std::string>& argv) {
 }
 
 int run_generate(const std::vector<std::string>& argv) {
-  Args a(argv, {"model", "prompt", "prompt-ids", "messages", "max-tokens", "temperature", "device", "block-size", "kv-blocks", "prefill-chunk", "numerics"},
+  Args a(argv, {"model", "prompt", "prompt-ids", "messages", "max-tokens", "temperature", "device", "block-size", "kv-blocks", "prefill-chunk", "numerics", "tp"},
          {"json", "ignore-eos", "no-thinking"});
   if (a.has("prompt") + a.has("prompt-ids") + a.has("messages") != 1) throw UsageError("give exactly one of --prompt, --prompt-ids and --messages");
   const double temperature = a.get_double("temperature", 0.0);

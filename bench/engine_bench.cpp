@@ -4,25 +4,18 @@
 // any rate is printed. Each arm is repeated; every repeat is reported, then the median.
 //
 // --arms compares variants in one process, their repeats interleaved. Each arm is a
-// '+'-joined list: gemvN (cuda: bf16 products of up to N rows on the GEMV kernel; 0:
-// cuBLASLt only; default BackendOptions'), oldkernels (cuda: the first RMSNorm and RoPE
-// kernels), unfused (cuda: RoPE and the KV cache write as two launches and one block per
-// argmax row in decode steps, BackendOptions::decode_variant 0; the default fuses them),
-// fused1launch (also the one-launch decode attention, decode_variant 2), gemmtune (cuda:
-// prefill GEMMs time cuBLASLt's candidates, prefill_variant 1), pwN (cuda: N warps per
-// prefill attention CTA, 4 or 8), pdl / nopdl (cuda: programmatic dependent launch on or off, BackendOptions::
-// programmatic_launch; on by default), gemv64mib (cuda: the GEMV only for weights up to
-// 64 MiB, cuBLASLt for larger ones; default: the GEMV for all, gemv_max_weight_mib),
-// gated (cuda: SiLU·up inside the one-row gate/up GEMV, BackendOptions::gated_gemv),
-// sN (cuda: N = 1, 2 or 4 warps per weight row of the one-row GEMV,
-// BackendOptions::gemv_split), mmasync / wgmma (cuda: the prefill attention kernel,
-// BackendOptions::prefill_attention_kernel; wgmma by default where available),
-// host (fp32 logits copied to the host and the argmax taken there; default: on the
-// device where the backend can), fast / det (BackendOptions::deterministic off / on;
-// default: the backend's own, cuda fast, cpu det), detrowsN (det with the row count whose
-// cuBLASLt choice becomes the fixed algorithm, BackendOptions::deterministic_gemm_rows).
-// Arms with the
-// same backend settings share one backend.
+// '+'-joined list of BackendTuning choices (worker/backend/backend.h; bench/ is the only
+// place that sets them): gemvN (cuda: bf16 products of up to N rows on the GEMV kernel;
+// 0: cuBLASLt only), oldkernels (cuda: the first RMSNorm and RoPE kernels), unfused
+// (cuda: RoPE and the KV cache write as two launches and one block per argmax row in
+// decode steps, decode_variant 0), fused1launch (also the one-launch decode attention,
+// decode_variant 2), pwN (cuda: N warps per prefill attention CTA, 4 or 8), pdl / nopdl
+// (cuda: programmatic dependent launch on or off), mmasync / wgmma (cuda: the prefill
+// attention kernel; wgmma by default where available), host (fp32 logits copied to the
+// host and the argmax taken there; default: on the device where the backend can), fast /
+// det (BackendOptions::deterministic off / on; default: the backend's own, cuda fast, cpu
+// det), detrowsN (det with the row count whose cuBLASLt choice becomes the fixed
+// algorithm). Arms with the same backend settings share one backend.
 // --profile adds, per batch and backend, where one decode step's time goes
 // (Backend::profile_step); --profile-prefill the same for the batch's prefill step.
 #include <algorithm>
@@ -131,19 +124,15 @@ int main(int argc, char** argv) {
     if (prompt_tokens < 1 || decode_tokens < 2 || repeat < 1) throw cli::UsageError("need prompt-tokens >= 1, decode-tokens >= 2, repeat >= 1");
     struct Arm {
       std::string label;
-      int32_t gemv_rows = BackendOptions{}.gemv_max_rows;
+      int32_t gemv_rows = BackendTuning{}.gemv_max_rows;
       int32_t kernel_variant = 0;
-      int32_t decode_variant = BackendOptions{}.decode_variant;
-      int32_t prefill_variant = 0;
+      int32_t decode_variant = BackendTuning{}.decode_variant;
       int32_t prefill_warps = 0;
-      bool pdl = BackendOptions{}.programmatic_launch;
-      int32_t gemv_mib = BackendOptions{}.gemv_max_weight_mib;
-      bool gated = BackendOptions{}.gated_gemv;
-      int32_t split = BackendOptions{}.gemv_split;
-      int32_t attention_kernel = BackendOptions{}.prefill_attention_kernel;
+      bool pdl = BackendTuning{}.programmatic_launch;
+      int32_t attention_kernel = BackendTuning{}.prefill_attention_kernel;
       bool device_sampling = true;
       std::optional<bool> deterministic;
-      int32_t det_rows = BackendOptions{}.deterministic_gemm_rows;
+      int32_t det_rows = BackendTuning{}.deterministic_gemm_rows;
       size_t backend = 0;
     };
     std::vector<Arm> arms;
@@ -167,25 +156,17 @@ int main(int argc, char** argv) {
           arm.decode_variant = 0;
         else if (part == "fused1launch")
           arm.decode_variant = 2;
-        else if (part == "gated")
-          arm.gated = true;
         else if (part == "mmasync" || part == "wgmma")
           arm.attention_kernel = part == "wgmma" ? 1 : 0;
-        else if (part == "s1" || part == "s2" || part == "s4")
-          arm.split = part[1] - '0';
-        else if (part == "gemv64mib")
-          arm.gemv_mib = 64;
         else if (part == "pdl" || part == "nopdl")
           arm.pdl = part == "pdl";
-        else if (part == "gemmtune")
-          arm.prefill_variant = 1;
         else if (part == "pw4" || part == "pw8")
           arm.prefill_warps = part[2] - '0';
         else if (part.rfind("gemv", 0) == 0 && part.size() > 4 && part.find_first_not_of("0123456789", 4) == std::string::npos)
           arm.gemv_rows = std::stoi(part.substr(4));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (fast, det, detrowsN, gemvN, oldkernels, unfused, fused1launch, gemmtune, pw4, pw8, pdl, nopdl, gemv64mib, gated, s1, s2, s4, mmasync, wgmma, host, default)");
+                                "' (fast, det, detrowsN, gemvN, oldkernels, unfused, fused1launch, pw4, pw8, pdl, nopdl, mmasync, wgmma, host, default)");
       }
       arms.push_back(arm);
     }
@@ -199,11 +180,9 @@ int main(int argc, char** argv) {
     for (Arm& arm : arms) {
       const std::string key = "gemv" + std::to_string(arm.gemv_rows) + (arm.kernel_variant ? "+oldkernels" : "") +
                               (arm.decode_variant == 0 ? "+unfused" : arm.decode_variant == 2 ? "+fused1launch" : "") +
-                              (arm.prefill_variant ? "+gemmtune" : "") +
                               (arm.prefill_warps ? "+pw" + std::to_string(arm.prefill_warps) : "") +
-                              (arm.pdl ? "" : "+nopdl") + (arm.gemv_mib == 64 ? "+gemv64mib" : "") + (arm.gated ? "+gated" : "") +
-                              (arm.split != BackendOptions{}.gemv_split ? "+s" + std::to_string(arm.split) : "") +
-                              (arm.attention_kernel != BackendOptions{}.prefill_attention_kernel
+                              (arm.pdl ? "" : "+nopdl") +
+                              (arm.attention_kernel != BackendTuning{}.prefill_attention_kernel
                                    ? (arm.attention_kernel ? "+wgmma" : "+mmasync")
                                    : "") +
                               (!arm.deterministic ? "" : *arm.deterministic ? "+det" + std::to_string(arm.det_rows) : "+fast");
@@ -216,18 +195,14 @@ int main(int argc, char** argv) {
       // (captured up to max_num_seqs), prefill of all prompts in one step.
       opt.max_num_seqs = max_batch;
       opt.max_step_tokens = max_batch * prompt_tokens;
-      opt.gemv_max_rows = arm.gemv_rows;
-      opt.small_kernel_variant = arm.kernel_variant;
-      opt.decode_variant = arm.decode_variant;
-      opt.prefill_variant = arm.prefill_variant;
-      opt.prefill_warps = arm.prefill_warps;
-      opt.programmatic_launch = arm.pdl;
-      opt.gemv_max_weight_mib = arm.gemv_mib;
-      opt.gated_gemv = arm.gated;
-      opt.gemv_split = arm.split;
-      opt.prefill_attention_kernel = arm.attention_kernel;
+      opt.tuning.gemv_max_rows = arm.gemv_rows;
+      opt.tuning.small_kernel_variant = arm.kernel_variant;
+      opt.tuning.decode_variant = arm.decode_variant;
+      opt.tuning.prefill_warps = arm.prefill_warps;
+      opt.tuning.programmatic_launch = arm.pdl;
+      opt.tuning.prefill_attention_kernel = arm.attention_kernel;
+      opt.tuning.deterministic_gemm_rows = arm.det_rows;
       opt.deterministic = arm.deterministic;
-      opt.deterministic_gemm_rows = arm.det_rows;
       const auto t_load = std::chrono::steady_clock::now();
       backends.push_back(create_backend(a.get_or("device", "cpu"), *src, config, opt));
       backend_labels.push_back(key);

@@ -38,9 +38,9 @@ if [ "${LIMITS:-0}" = 1 ]; then
   python3 bench/gpu_limits.py 2>&1
 fi
 EB="$B/switchyard-engine-bench --model $M/l8.gguf --device cuda --json"
-# 8K prefill: default (cuBLASLt's heuristic, 4-warp attention CTAs), cuBLASLt candidates
-# timed (gemmtune), 8-warp attention CTAs (pw8); the prefill step's per-op profile.
-if [ "${ARMS_8K:=default,gemmtune,pw8}" != none ]; then
+# 8K prefill: default (cuBLASLt's heuristic, 4-warp attention CTAs), 8-warp attention
+# CTAs (pw8); the prefill step's per-op profile.
+if [ "${ARMS_8K:=default,pw8}" != none ]; then
   timeout ${T8K:-60} $EB --prompt-tokens 8192 --decode-tokens 2 --batch 1 --repeat ${R8K:-2} --arms $ARMS_8K \
     --profile-prefill > $OUT/l8-8k.json 2> $OUT/l8-8k.log
   echo "8k rc $? at $(since) s"; grep -E "repeat|^profile" $OUT/l8-8k.log

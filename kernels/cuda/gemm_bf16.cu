@@ -108,50 +108,6 @@ cudaError_t GemmBf16::fixed_algorithm(int64_t n, int64_t k, GemmOut out,
   return cudaSuccess;
 }
 
-void GemmBf16::set_autotune_min_rows(int64_t rows) {
-  autotune_min_rows_ = rows;
-  tuned_.clear();
-  for (auto& [s, plan] : plans_) destroy(plan);
-  plans_.clear();
-}
-
-// Each candidate runs once to warm up, then kTimed times between two events; the least
-// total wins. A candidate that fails to run is skipped. Runs on the call's stream, so the
-// timing includes nothing else; y is overwritten, as the call itself does next.
-cudaError_t GemmBf16::autotune(Plan& p, const std::vector<cublasLtMatmulAlgo_t>& candidates,
-                               const __nv_bfloat16* x, const __nv_bfloat16* w, void* y,
-                               cudaStream_t stream) {
-  constexpr int kTimed = 3;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
-    if (start) cudaEventDestroy(start);
-    return cudaErrorUnknown;
-  }
-  const float alpha = 1.0f, beta = 0.0f;
-  float best_ms = INFINITY;
-  cudaError_t err = cudaSuccess;
-  for (const cublasLtMatmulAlgo_t& algo : candidates) {
-    auto run = [&] {
-      return cublasLtMatmul(handle_, p.desc, &alpha, w, p.a, x, p.b, &beta, y, p.c, y, p.c, &algo,
-                            workspace_.get(), workspace_.bytes(), stream);
-    };
-    if (run() != CUBLAS_STATUS_SUCCESS) continue;
-    cudaEventRecord(start, stream);
-    bool ok = true;
-    for (int i = 0; i < kTimed && ok; ++i) ok = run() == CUBLAS_STATUS_SUCCESS;
-    cudaEventRecord(stop, stream);
-    if ((err = cudaEventSynchronize(stop)) != cudaSuccess) break;
-    float ms = 0;
-    if (ok && cudaEventElapsedTime(&ms, start, stop) == cudaSuccess && ms < best_ms) {
-      best_ms = ms;
-      p.algo = algo;
-    }
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return err;
-}
-
 cudaError_t GemmBf16::matmul_nt(const __nv_bfloat16* x, const __nv_bfloat16* w, void* y,
                                 GemmOut out, int64_t m, int64_t n, int64_t k, cudaStream_t stream) {
   if (!handle_ || !x || !w || !y || m < 0 || n <= 0 || k <= 0) return cudaErrorInvalidValue;
@@ -179,31 +135,7 @@ cudaError_t GemmBf16::matmul_nt(const __nv_bfloat16* x, const __nv_bfloat16* w, 
       it = plans_.emplace(shape, p).first;
       return run_plan(it->second, x, w, y, stream);
     }
-    const bool tune = autotune_min_rows_ > 0 && m >= autotune_min_rows_;
-    if (const cudaError_t e = make_plan(shape, p, tune ? kAutotuneCandidates : 1, candidates);
-        e != cudaSuccess)
-      return e;
-    int64_t bucket = 1;
-    while (bucket < m) bucket *= 2;
-    const Shape tuned_key{bucket, n, k, out};
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (tune && candidates.size() > 1) {
-      const auto known = tuned_.find(tuned_key);
-      cublasLtMatmulHeuristicResult_t check{};
-      if (known != tuned_.end()) {
-        if (cublasLtMatmulAlgoCheck(handle_, p.desc, p.a, p.b, p.c, p.c, &known->second, &check) ==
-                CUBLAS_STATUS_SUCCESS &&
-            check.workspaceSize <= workspace_.bytes())
-          p.algo = known->second;
-      } else if (cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
-                 capture == cudaStreamCaptureStatusNone) {
-        if (const cudaError_t e = autotune(p, candidates, x, w, y, stream); e != cudaSuccess) {
-          destroy(p);
-          return e;
-        }
-        tuned_.emplace(tuned_key, p.algo);
-      }
-    }
+    if (const cudaError_t e = make_plan(shape, p, 1, candidates); e != cudaSuccess) return e;
     it = plans_.emplace(shape, p).first;
   }
   return run_plan(it->second, x, w, y, stream);

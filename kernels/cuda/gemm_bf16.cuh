@@ -38,14 +38,6 @@ class GemmBf16 {
   cudaError_t matmul_nt(const __nv_bfloat16* x, const __nv_bfloat16* w, void* y, GemmOut out,
                         int64_t m, int64_t n, int64_t k, cudaStream_t stream);
 
-  // Products of at least `rows` rows (prefill) choose among cuBLASLt's first
-  // kAutotuneCandidates heuristic algorithms by timing each on the call's own operands,
-  // once per (power-of-two row bucket, n, k, output) outside a stream capture; other
-  // row counts of a tuned bucket reuse its algorithm where cuBLASLt accepts it for them.
-  // 0 (the default) takes the heuristic's first choice for every shape. Changing it
-  // drops the cached plans.
-  void set_autotune_min_rows(int64_t rows);
-  static constexpr int kAutotuneCandidates = 8;
 
   // rows > 0: every product of one (n, k, output) shape runs the algorithm cuBLASLt's
   // heuristic picks for `rows` rows among those that reduce over k in one pass (no
@@ -73,21 +65,15 @@ class GemmBf16 {
                         std::vector<cublasLtMatmulAlgo_t>& candidates, bool one_pass = false);
   // The fixed algorithm of a weight shape (set_fixed_algorithm_rows), found once.
   cudaError_t fixed_algorithm(int64_t n, int64_t k, GemmOut out, cublasLtMatmulAlgo_t& algo);
-  // Times each candidate on these operands and keeps the fastest in plan.algo.
-  cudaError_t autotune(Plan& plan, const std::vector<cublasLtMatmulAlgo_t>& candidates,
-                       const __nv_bfloat16* x, const __nv_bfloat16* w, void* y,
-                       cudaStream_t stream);
   cudaError_t run_plan(const Plan& plan, const __nv_bfloat16* x, const __nv_bfloat16* w, void* y,
                        cudaStream_t stream);
   static void destroy(Plan& plan);
 
   cublasLtHandle_t handle_ = nullptr;
-  int64_t autotune_min_rows_ = 0;
   int64_t fixed_rows_ = 0;
   std::map<Shape, cublasLtMatmulAlgo_t> fixed_;  // by (0, n, k, output)
   DeviceBuffer workspace_;
   std::map<Shape, Plan> plans_;
-  std::map<Shape, cublasLtMatmulAlgo_t> tuned_;  // by (row bucket, n, k, output)
   cublasStatus_t last_status_ = CUBLAS_STATUS_SUCCESS;
 };
 

@@ -2,7 +2,6 @@
 #include "kernels/cuda/gemv_bf16.cuh"
 #include "kernels/cuda/gemv_common.cuh"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/silu_mul.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -78,40 +77,25 @@ __device__ __forceinline__ void row_dot(const bf16* __restrict__ w_row, int64_t 
   }
 }
 
-// One warp per output row: weight row `row` (and, gated, its up row n + row). The first
-// kUnroll loads of each are issued before pdl_wait(): under programmatic launch they
-// overlap the kernel ahead (which writes x).
-template <int M, typename Out, bool kGated>
+// One warp per output row. The first kUnroll loads are issued before pdl_wait(): under
+// programmatic launch they overlap the kernel ahead (which writes x).
+template <int M, typename Out>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_bf16_kernel(const bf16* __restrict__ w, int64_t n, int64_t k, const bf16* __restrict__ x,
                      Out* __restrict__ y) {
-  constexpr int R = kGated ? 2 : 1;  // weight rows per warp
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
   if (row >= n) return;
   const int lane = threadIdx.x & 31;
   const int64_t c0 = static_cast<int64_t>(lane) * kChunk;
-  uint4 first[R][kUnroll];
-#pragma unroll
-  for (int r = 0; r < R; ++r) load_batch(w + (row + r * n) * k, k, c0, first[r]);
+  uint4 first[kUnroll];
+  load_batch(w + row * k, k, c0, first);
   pdl_wait();
   pdl_release();
-  float acc[R][M];
+  float acc[M];
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int m = 0; m < M; ++m) acc[r][m] = 0;
-    row_dot<M>(w + (row + r * n) * k, k, x, lane, first[r], acc[r]);
-  }
-  if constexpr (kGated) {
-#pragma unroll
-    for (int m = 0; m < M; ++m) {
-      const float g = __bfloat162float(__float2bfloat16(warp_sum(acc[0][m])));
-      const float u = __bfloat162float(__float2bfloat16(warp_sum(acc[1][m])));
-      if (lane == 0) y[m * n + row] = __float2bfloat16(silu_times(g, u));
-    }
-  } else {
-    gemv::write_rows<M>(acc[0], y, n, row, lane);
-  }
+  for (int m = 0; m < M; ++m) acc[m] = 0;
+  row_dot<M>(w + row * k, k, x, lane, first, acc);
+  gemv::write_rows<M>(acc, y, n, row, lane);
 }
 
 // One row at a time, S warps per row (S = 2 or 4): warp w of the CTA takes segment w % S
@@ -145,19 +129,18 @@ __global__ void __launch_bounds__(kWarps * 32)
   gemv::store(y + row, sum);
 }
 
-template <typename Out, bool kGated>
+template <typename Out>
 cudaError_t launch(const GemvBf16Args& a, Out* y, cudaStream_t stream) {
-  if constexpr (!kGated) {  // the split variants exist for one row, where they are compared
-    if (a.m == 1 && a.split == 2)
-      return launch_kernel(gemv_bf16_split_kernel<Out, 2>, gemv::blocks_for(2 * a.n), kWarps * 32,
-                           0, stream, a.w, a.n, a.k, a.x, y);
-    if (a.m == 1 && a.split == 4)
-      return launch_kernel(gemv_bf16_split_kernel<Out, 4>, gemv::blocks_for(4 * a.n), kWarps * 32,
-                           0, stream, a.w, a.n, a.k, a.x, y);
-  }
+  // The split variants exist for one row, where they are compared.
+  if (a.m == 1 && a.split == 2)
+    return launch_kernel(gemv_bf16_split_kernel<Out, 2>, gemv::blocks_for(2 * a.n), kWarps * 32,
+                         0, stream, a.w, a.n, a.k, a.x, y);
+  if (a.m == 1 && a.split == 4)
+    return launch_kernel(gemv_bf16_split_kernel<Out, 4>, gemv::blocks_for(4 * a.n), kWarps * 32,
+                         0, stream, a.w, a.n, a.k, a.x, y);
   if (a.split != 1) return cudaErrorInvalidValue;
   return gemv::dispatch_rows<kGemvBf16MaxRows>(a.m, [&](auto m) {
-    return launch_kernel(gemv_bf16_kernel<decltype(m)::value, Out, kGated>,
+    return launch_kernel(gemv_bf16_kernel<decltype(m)::value, Out>,
                          gemv::blocks_for(a.n), kWarps * 32, 0, stream, a.w, a.n, a.k, a.x, y);
   });
 }
@@ -173,12 +156,10 @@ bool gemv_bf16_supports(const bf16* w, int64_t n, int64_t k, const bf16* x, int 
 cudaError_t gemv_bf16(const GemvBf16Args& a, cudaStream_t stream) {
   if (!gemv_bf16_supports(a.w, a.n, a.k, a.x, a.m) || (a.y_f32 == nullptr) == (a.y_bf16 == nullptr))
     return cudaErrorInvalidValue;
-  if (a.split != 1 && (a.split != 2 && a.split != 4 || a.m != 1 || a.gated ||
+  if (a.split != 1 && (a.split != 2 && a.split != 4 || a.m != 1 ||
                        a.k % (8 * a.split) != 0 || ceil_div(a.n * a.split, kWarps) > INT32_MAX))
     return cudaErrorInvalidValue;
-  if (a.gated) return a.y_bf16 ? launch<bf16, true>(a, a.y_bf16, stream) : cudaErrorInvalidValue;
-  return a.y_f32 ? launch<float, false>(a, a.y_f32, stream)
-                 : launch<bf16, false>(a, a.y_bf16, stream);
+  return a.y_f32 ? launch<float>(a, a.y_f32, stream) : launch<bf16>(a, a.y_bf16, stream);
 }
 
 }  // namespace sy::cuda

@@ -23,12 +23,7 @@ struct GemvBf16Args {
   // Exactly one output, [m, n]: y = x · wᵀ with fp32 accumulation.
   float* y_f32 = nullptr;
   __nv_bfloat16* y_bf16 = nullptr;
-  // The feed-forward gate in the same pass: w holds 2n rows (gate rows, then up rows) and
-  // y_bf16[m, n] = silu(x · gateᵀ) · (x · upᵀ), each product rounded to bf16 first: the
-  // values of this GEMV into [m, 2n] followed by silu_mul, without the second launch.
-  // One warp reads a gate row and its up row. Needs y_bf16.
-  bool gated = false;
-  // Warps per weight row: 1, or 2 or 4 for one row without the gate, each warp a segment
+  // Warps per weight row: 1, or 2 or 4 for one row, each warp a segment
   // of k (k a multiple of 8 · split) and the segments' sums added in order.
   int split = 1;
 };

@@ -1,6 +1,5 @@
 #include "kernels/cuda/linear.cuh"
 #include "kernels/cuda/q8_0_dequant.cuh"
-#include "kernels/cuda/silu_mul.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -22,7 +21,7 @@ void Linear::set_batch_invariant(int64_t reference_rows) {
 }
 
 bool Linear::takes_gemv(const LinearWeight& w, const __nv_bfloat16* x, int64_t m) const {
-  return !batch_invariant_ && !w.is_q8_0() && m <= gemv_max_rows_ && w.n * w.k * 2 <= gemv_max_weight_bytes_ &&
+  return !batch_invariant_ && !w.is_q8_0() && m <= gemv_max_rows_ &&
          gemv_bf16_supports(w.bf16, w.n, w.k, x, static_cast<int>(m));
 }
 
@@ -43,7 +42,7 @@ cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m
       a.k = w.k;
       a.x = x;
       a.m = static_cast<int>(m);
-      a.split = m == 1 && w.k % (8 * gemv_split_) == 0 ? gemv_split_ : 1;
+      a.split = m == 1 && w.k % (8 * kGemvSplit) == 0 ? kGemvSplit : 1;
       set_output(a, out, y);
       return gemv_bf16(a, stream);
     }
@@ -64,25 +63,6 @@ cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m
   d.out = scratch_.as<__nv_bfloat16>();
   if (const cudaError_t e = q8_0_dequantize(d, stream); e != cudaSuccess) return e;
   return gemm_.matmul_nt(x, d.out, y, out, m, w.n, w.k, stream);
-}
-
-cudaError_t Linear::run_gate(const LinearWeight& w, const __nv_bfloat16* x, int64_t m,
-                             __nv_bfloat16* gate_up, __nv_bfloat16* out, cudaStream_t stream) {
-  if (w.n % 2 != 0) return cudaErrorInvalidValue;
-  if (m > 0 && takes_gemv(w, x, m)) {
-    GemvBf16Args a;
-    a.w = w.bf16;
-    a.n = w.n / 2;
-    a.k = w.k;
-    a.x = x;
-    a.m = static_cast<int>(m);
-    a.y_bf16 = out;
-    a.gated = true;
-    return gemv_bf16(a, stream);
-  }
-  if (const cudaError_t e = run(w, x, m, gate_up, GemmOut::kBF16, stream); e != cudaSuccess)
-    return e;
-  return silu_mul({gate_up, out, m, w.n / 2}, stream);
 }
 
 }  // namespace sy::cuda

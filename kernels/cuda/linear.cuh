@@ -1,6 +1,6 @@
 // A model's linear layer on the GPU, whichever format its weight is kept in: bf16 goes
-// to the bf16 GEMV for up to gemv_max_rows() rows (small decode batches) when the weight
-// is at most the set byte limit (none by default), otherwise to the cuBLASLt GEMM; Q8_0
+// to the bf16 GEMV for up to gemv_max_rows() rows (small decode batches), otherwise to
+// the cuBLASLt GEMM; Q8_0
 // goes to the Q8_0 GEMV for up to kQ8_0GemvMaxRows rows and is otherwise expanded to
 // bf16 in a scratch buffer and multiplied by cuBLASLt.
 #pragma once
@@ -36,23 +36,10 @@ class Linear {
   cudaError_t run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m, void* y, GemmOut out,
                   cudaStream_t stream);
 
-  // The feed-forward gate: w is [2n, k] (gate rows, then up rows), out[m, n] = silu(x ·
-  // gateᵀ) · (x · upᵀ) in bf16. Where the GEMV takes the product, one gated GEMV launch;
-  // otherwise run() into gate_up [m, 2n], then silu_mul. Both give the same values.
-  cudaError_t run_gate(const LinearWeight& w, const __nv_bfloat16* x, int64_t m,
-                       __nv_bfloat16* gate_up, __nv_bfloat16* out, cudaStream_t stream);
-
   // bf16 products of at most `rows` rows (0..kGemvBf16MaxRows) go to gemv_bf16 where
   // it takes the shape; 0 sends every bf16 product to cuBLASLt.
   void set_gemv_max_rows(int rows) { gemv_max_rows_ = rows; }
   int gemv_max_rows() const { return gemv_max_rows_; }
-  // ... and whose weight has at most this many bytes. Measured on the H200 at one row
-  // (docs/PERFORMANCE.md): without programmatic launch the GEMV beat cuBLASLt on
-  // Llama-3-8B's 32 and 48 MiB projections only; with it, on every weight.
-  void set_gemv_max_weight_bytes(int64_t bytes) { gemv_max_weight_bytes_ = bytes; }
-  // Warps per weight row of the one-row GEMV where k allows (GemvBf16Args::split; the
-  // cuda backend sets BackendOptions::gemv_split, 4 by default).
-  void set_gemv_split(int split) { gemv_split_ = split; }
 
   // Batch-invariant numerics (docs/NUMERICS.md): every product of a weight, whatever its
   // row count, runs the GEMM with one fixed algorithm (GemmBf16::set_fixed_algorithm_rows
@@ -68,8 +55,9 @@ class Linear {
 
   GemmBf16 gemm_;
   int gemv_max_rows_ = 0;
-  int64_t gemv_max_weight_bytes_ = INT64_MAX;
-  int gemv_split_ = 1;
+  // Warps per weight row of the one-row GEMV where k allows (GemvBf16Args::split): 4
+  // measured fastest on the H200 (docs/PERFORMANCE.md; 1 and 2 stay kernel options).
+  static constexpr int kGemvSplit = 4;
   bool batch_invariant_ = false;
   DeviceBuffer scratch_;  // bf16 expansion of one Q8_0 weight
 };

@@ -19,7 +19,7 @@ struct SiluMulArgs {
 cudaError_t silu_mul(const SiluMulArgs& a, cudaStream_t stream);
 
 #ifdef __CUDACC__
-// silu(g) · u in fp32, as silu_mul computes it (and the gated GEMV, gemv_bf16.cuh).
+// silu(g) · u in fp32, as silu_mul computes it.
 __device__ __forceinline__ float silu_times(float g, float u) {
   return g / (1.0f + expf(-g)) * u;
 }

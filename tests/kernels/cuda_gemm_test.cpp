@@ -78,35 +78,6 @@ TEST(CudaGemmBf16, MatchesSgemmOnBf16Inputs) {
   EXPECT_EQ(gemm.cached_plans(), plans + 1);
 }
 
-// Products of autotune_min_rows or more rows choose their algorithm by timing cuBLASLt's
-// candidates on the call's operands; whichever wins, the product must be the same.
-TEST(CudaGemmBf16, AutotunedAlgorithmsMatchSgemm) {
-  SY_SKIP_WITHOUT_CUDA();
-  auto rng = fresh_rng();
-  cuda::GemmBf16 gemm;
-  SY_CUDA_OK(gemm.init());
-  gemm.set_autotune_min_rows(64);
-  for (const Shape s : {Shape{64, 1024, 512}, Shape{300, 768, 1024}, Shape{1024, 1536, 256},
-                        Shape{129, 77, 96}, Shape{8, 512, 512}}) {
-    const Bf16Problem p(rng, s);
-    DeviceArray<uint16_t> d_y16(s.m * s.n);
-    DeviceArray<float> d_y32(s.m * s.n);
-    for (int call = 0; call < 2; ++call) {  // the tuning call, then the cached plan
-      d_y16.poison();
-      d_y32.poison();
-      SY_CUDA_OK(gemm.matmul_nt(p.d_x.as<bf16>(), p.d_w.as<bf16>(), d_y32.get(),
-                                cuda::GemmOut::kF32, s.m, s.n, s.k, nullptr));
-      SY_CUDA_OK(gemm.matmul_nt(p.d_x.as<bf16>(), p.d_w.as<bf16>(), d_y16.get(),
-                                cuda::GemmOut::kBF16, s.m, s.n, s.k, nullptr));
-      const std::vector<float> y32 = d_y32.download(), y16 = from_bf16(d_y16.download());
-      for (size_t i = 0; i < y32.size(); ++i)
-        ASSERT_TRUE(std::isfinite(y32[i]) && std::isfinite(y16[i])) << "element " << i;
-      EXPECT_LT(relative_error(y32, p.want), kF32Tolerance) << s.m << "x" << s.n << "x" << s.k;
-      EXPECT_LT(relative_error(y16, p.want), kBf16Rounding) << s.m << "x" << s.n << "x" << s.k;
-    }
-  }
-}
-
 // With a fixed algorithm (batch-invariant numerics) the first rows' products are the
 // same bits whatever the row count of the call, through GemmBf16 and through Linear in
 // batch-invariant mode (no GEMV), and still match sgemm.
@@ -199,46 +170,6 @@ TEST(CudaGemvBf16, MatchesSgemmOnBf16Inputs) {
         << s.m << "x" << s.n << "x" << s.k;
     EXPECT_LT(relative_error(from_bf16(d_y16.download()), p.want), kBf16Rounding)
         << s.m << "x" << s.n << "x" << s.k;
-  }
-}
-
-// Linear::run_gate: the gated GEMV (gate/up product and SiLU·up in one kernel) gives
-// bit for bit what the GEMV into [m, 2n] then silu_mul give, and both are within bf16
-// rounding of the CPU (sgemm, bf16-rounded products, cpu::silu_mul). Without the GEMV
-// (cuBLASLt rows) run_gate falls back to the two launches.
-TEST(CudaGemvBf16, GatedGemvEqualsGemvThenSiluMul) {
-  SY_SKIP_WITHOUT_CUDA();
-  auto rng = fresh_rng();
-  cuda::Linear linear;
-  SY_CUDA_OK(linear.init(0));
-  for (const Shape s : {Shape{1, 2 * 1000, 4096}, Shape{3, 2 * 333, 1024 + 24},
-                        Shape{8, 2 * 64, 40}, Shape{1, 2 * 7, 8}}) {
-    const Bf16Problem p(rng, s);
-    const int64_t half = s.n / 2;
-    std::vector<float> want(s.m * half);
-    cpu::silu_mul(rounded_to_bf16(p.want).data(), want.data(), s.m, half);
-    want = rounded_to_bf16(want);
-    cuda::LinearWeight lw;
-    lw.n = s.n;
-    lw.k = s.k;
-    lw.bf16 = p.d_w.as<bf16>();
-    DeviceArray<uint16_t> gate_up(s.m * s.n), fused(s.m * half), apart(s.m * half);
-    fused.poison();
-    apart.poison();
-    linear.set_gemv_max_rows(cuda::kGemvBf16MaxRows);
-    SY_CUDA_OK(
-        linear.run_gate(lw, p.d_x.as<bf16>(), s.m, gate_up.as<bf16>(), fused.as<bf16>(), nullptr));
-    SY_CUDA_OK(linear.run(lw, p.d_x.as<bf16>(), s.m, gate_up.get(), cuda::GemmOut::kBF16, nullptr));
-    SY_CUDA_OK(cuda::silu_mul({gate_up.as<bf16>(), apart.as<bf16>(), s.m, half}, nullptr));
-    EXPECT_EQ(fused.download(), apart.download()) << s.m << "x" << s.n << "x" << s.k;
-    EXPECT_LT(relative_error(from_bf16(fused.download()), want), 4 * kBf16Rounding)
-        << s.m << "x" << s.n << "x" << s.k;
-    linear.set_gemv_max_rows(0);  // cuBLASLt, then silu_mul
-    apart.poison();
-    SY_CUDA_OK(
-        linear.run_gate(lw, p.d_x.as<bf16>(), s.m, gate_up.as<bf16>(), apart.as<bf16>(), nullptr));
-    EXPECT_LT(relative_error(from_bf16(apart.download()), want), 4 * kBf16Rounding)
-        << "cuBLASLt " << s.m << "x" << s.n << "x" << s.k;
   }
 }
 

@@ -155,31 +155,22 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
     EXPECT_EQ(host[i].tokens, batched[i].tokens) << "prompt " << i << " argmax on the host";
   }
 
-  // The other decode paths (BackendOptions::decode_variant 0: RoPE and the KV write
-  // apart, one block per argmax row; 2: also the one-launch attention), the default path
-  // with the other programmatic-launch setting, with SiLU·up inside the gate/up GEMV
-  // (gated_gemv), and with one warp per weight row in the one-row GEMV (gemv_split 1),
-  // alone, in the batch of five and chunked (row counts 1..5 on one argmax workspace):
-  // the same tokens as the default path up to the margin rule.
-  const BackendOptions defaults;
+  // The other decode paths (BackendTuning::decode_variant 0: RoPE and the KV write
+  // apart, one block per argmax row; 2: also the one-launch attention) and the default
+  // path with the other programmatic-launch setting, alone, in the batch of five and
+  // chunked (row counts 1..5 on one argmax workspace): the same tokens as the default path
+  // up to the margin rule.
+  const BackendTuning defaults;
   const struct {
     int32_t decode_variant;
     bool pdl;
-    bool gated;
-    int32_t split;
-  } others[] = {{0, defaults.programmatic_launch, defaults.gated_gemv, defaults.gemv_split},
-                {2, defaults.programmatic_launch, defaults.gated_gemv, defaults.gemv_split},
-                {defaults.decode_variant, !defaults.programmatic_launch, defaults.gated_gemv,
-                 defaults.gemv_split},
-                {defaults.decode_variant, defaults.programmatic_launch, !defaults.gated_gemv,
-                 defaults.gemv_split},
-                {defaults.decode_variant, defaults.programmatic_launch, defaults.gated_gemv, 1}};
+  } others[] = {{0, defaults.programmatic_launch},
+                {2, defaults.programmatic_launch},
+                {defaults.decode_variant, !defaults.programmatic_launch}};
   for (const auto& other : others) {
     BackendOptions opt;
-    opt.decode_variant = other.decode_variant;
-    opt.programmatic_launch = other.pdl;
-    opt.gated_gemv = other.gated;
-    opt.gemv_split = other.split;
+    opt.tuning.decode_variant = other.decode_variant;
+    opt.tuning.programmatic_launch = other.pdl;
     auto other_backend = open_cuda(*src_, 16, opt);
     Generator other_gen(*other_backend);
     Generator other_chunked_gen(*other_backend, 2);
@@ -188,9 +179,7 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
     for (size_t i = 0; i < reqs.size(); ++i) {
       const size_t n = decided_steps(golden_["prompts"][i], err);
       const std::string what = "prompt " + std::to_string(i) + ", decode variant " +
-                               std::to_string(other.decode_variant) + (other.pdl ? " pdl" : "") +
-                               (other.gated ? " gated" : "") + " split " +
-                               std::to_string(other.split);
+                               std::to_string(other.decode_variant) + (other.pdl ? " pdl" : "");
       EXPECT_EQ(head(other_gen.generate({reqs[i]})[0].tokens, n), head(alone[i], n))
           << what << " alone";
       EXPECT_EQ(head(other_batched[i].tokens, n), head(alone[i], n)) << what << " in a batch of 5";
@@ -281,14 +270,14 @@ TEST(CudaBackendDevice, BadOptionsAreErrors) {
     try {
       create_backend("cuda", *src, config, opt);
     } catch (const std::invalid_argument& e) {
-      return std::string(e.what()).find("gemv_split 1, 2 or 4") != std::string::npos;
+      return std::string(e.what()).find("tuning: decode_variant must be 0..2") != std::string::npos;
     }
     return false;
   };
-  EXPECT_TRUE(refused([](BackendOptions& o) { o.gemv_split = 3; }));
-  EXPECT_TRUE(refused([](BackendOptions& o) { o.prefill_attention_kernel = 2; }));
-  EXPECT_TRUE(refused([](BackendOptions& o) { o.decode_variant = 5; }));
-  EXPECT_TRUE(refused([](BackendOptions& o) { o.prefill_warps = 6; }));
+  EXPECT_TRUE(refused([](BackendOptions& o) { o.tuning.prefill_attention_kernel = 2; }));
+  EXPECT_TRUE(refused([](BackendOptions& o) { o.tuning.decode_variant = 5; }));
+  EXPECT_TRUE(refused([](BackendOptions& o) { o.tuning.prefill_warps = 6; }));
+  EXPECT_TRUE(refused([](BackendOptions& o) { o.tuning.deterministic_gemm_rows = 0; }));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture, ::testing::ValuesIn(testing::all_fixture_models()),

@@ -35,7 +35,7 @@ TEST(CudaHeadDim128, PrefillLogitsMatchTheCpuBackend) {
   auto open = [&](const std::string& device, int32_t attention_kernel) {
     BackendOptions opt;
     opt.num_kv_blocks = 128;
-    opt.prefill_attention_kernel = attention_kernel;
+    opt.tuning.prefill_attention_kernel = attention_kernel;
     return create_backend(device, *src, config, opt);
   };
   auto cpu = open("cpu", 0);

@@ -16,6 +16,37 @@
 
 namespace sy {
 
+// Choices a benchmark compares as arms of one process (bench/engine_bench.cpp --arms).
+// Only bench/ sets them; production runs the defaults, each the measured winner on the
+// H200 (docs/PERFORMANCE.md). Variants that lost are deleted (the gated GEMV, the GEMV
+// weight-size limit, the timed cuBLASLt candidates, the GEMV splits 1 and 2 as options);
+// decode_variant 0/2 and small_kernel_variant 1 lost too and go with their kernels next.
+struct BackendTuning {
+  // cuda: bf16 products of at most this many rows (decode batches up to it) run the GEMV
+  // kernel (kernels/cuda/gemv_bf16.cuh) instead of cuBLASLt; 0: cuBLASLt always.
+  int32_t gemv_max_rows = 1;
+  // cuda: RoPE fused with the KV cache write and the multi-block argmax in decode steps
+  // (1, the default), or RoPE then the KV write and one block per argmax row (0); 2 also
+  // the one-launch decode attention (splits merged by their last CTA).
+  int32_t decode_variant = 1;
+  // cuda: 1 runs the first RMSNorm and RoPE kernels (a strided loop per thread) instead
+  // of the default 0.
+  int32_t small_kernel_variant = 0;
+  // cuda: warps per CTA of the prefill attention, 4 or 8 (0: the kernel's default).
+  int32_t prefill_warps = 0;
+  // cuda: prefill attention kernel, 1 (default) Hopper's warpgroup MMA where the build and
+  // device have it (compute capability 9.0; head_dim 128, other head dims run 0), else 0,
+  // mma.sync (cuda::PagedAttentionArgs::prefill_kernel).
+  int32_t prefill_attention_kernel = 1;
+  // cuda: the step's own kernels launch with programmatic dependent launch
+  // (kernels/cuda/launch.cuh): each may be scheduled, and load its weights, while the
+  // kernel ahead of it finishes.
+  bool programmatic_launch = true;
+  // cuda, deterministic: the row count whose cuBLASLt heuristic choice becomes a weight
+  // shape's one algorithm (GemmBf16::set_fixed_algorithm_rows).
+  int32_t deterministic_gemm_rows = 256;
+};
+
 struct BackendOptions {
   int32_t block_size = 16;
   // Tensor-parallel ranks (DESIGN.md, "Parallel groups"): cpu, ranks as threads of this
@@ -33,9 +64,6 @@ struct BackendOptions {
   // (it costs nothing at serving sizes) and off for cuda (2.2-3x slower decode on the
   // H200 today); the gateway asks its workers for it (replicas.yaml worker.numerics).
   std::optional<bool> deterministic;
-  // cuda, deterministic: the row count whose cuBLASLt heuristic choice becomes a weight
-  // shape's one algorithm (GemmBf16::set_fixed_algorithm_rows).
-  int32_t deterministic_gemm_rows = 256;
   int32_t num_kv_blocks = 0;  // 0: derive from kv_memory_bytes
   size_t kv_memory_bytes = size_t{2} << 30;
   // cuda: with num_kv_blocks 0 and this > 0, the KV cache takes this fraction of the
@@ -46,41 +74,7 @@ struct BackendOptions {
   // cuda: tokens per step the activation buffers hold from the start (0: a default);
   // larger steps grow them.
   int32_t max_step_tokens = 0;
-  // cuda: bf16 products of at most this many rows (decode batches up to it) run the
-  // GEMV kernel (kernels/cuda/gemv_bf16.cuh) instead of cuBLASLt where the weight is
-  // small enough (cuda::Linear); 0: cuBLASLt always.
-  int32_t gemv_max_rows = 1;
-  // ... for weights of at most this many MiB (default: all; kernels/cuda/linear.cuh).
-  int32_t gemv_max_weight_mib = INT32_MAX;
-  // cuda, for benchmarks comparing variants: 1 runs the first RMSNorm and RoPE kernels
-  // (a strided loop per thread, one block per row or token) instead of the default 0.
-  int32_t small_kernel_variant = 0;
-  // cuda decode steps (docs/PERFORMANCE.md, 2026-11-30): 1 (default) RoPE fused with the
-  // KV cache write (rope_write_kv) and the multi-block argmax; 0 RoPE then the KV write,
-  // one block per argmax row (the code before, for benchmarks); 2 also the one-launch
-  // decode attention (splits merged by their last CTA: slower on the H200).
-  int32_t decode_variant = 1;
-  // cuda, for benchmarks comparing variants: 0 cuBLASLt's heuristic algorithm for every
-  // product; 1 products of 1,024 rows or more (prefill) time its candidates, once per
-  // power-of-two row bucket and weight shape (no gain measured at 8K).
-  int32_t prefill_variant = 0;
-  // cuda: warps per CTA of the prefill attention, 4 or 8 (0: the kernel's default).
-  int32_t prefill_warps = 0;
-  // cuda: prefill attention kernel, 1 (default) Hopper's warpgroup MMA where the build and
-  // device have it (compute capability 9.0; head_dim 128, other head dims run 0), else 0,
-  // mma.sync (cuda::PagedAttentionArgs::prefill_kernel).
-  int32_t prefill_attention_kernel = 1;
-  // cuda: the step's own kernels launch with programmatic dependent launch
-  // (kernels/cuda/launch.cuh): each may be scheduled, and load its weights, while the
-  // kernel ahead of it finishes.
-  bool programmatic_launch = true;
-  // cuda, for benchmarks comparing variants: where the GEMV runs the gate/up product (one
-  // row), SiLU·up is computed in the same kernel (cuda::Linear::run_gate), one launch
-  // fewer per layer; the same values. Slower on the H200 (docs/PERFORMANCE.md): off.
-  bool gated_gemv = false;
-  // cuda: warps per weight row of the one-row GEMV where k allows (1, 2 or 4;
-  // cuda::GemvBf16Args::split). 4 measured fastest on the H200 (docs/PERFORMANCE.md).
-  int32_t gemv_split = 4;
+  BackendTuning tuning;  // bench/ only
 };
 
 // How forward_sample() chooses one row's token: sample_token's rules (worker/engine/

@@ -19,8 +19,6 @@ constexpr int32_t kMinTokenCapacity = 256;
 // Rows of logits computed per LM-head GEMM in an eager step (a decode graph computes
 // all of its rows at once; the buffer holds at least max_num_seqs rows).
 constexpr int32_t kMinLogitsRows = 64;
-// Products of this many rows or more (prefill) have their cuBLASLt algorithm timed.
-constexpr int64_t kPrefillAutotuneRows = 1024;
 
 void throw_cuda(cudaError_t e, const std::string& what) {
   throw std::runtime_error("cuda backend: " + what + ": " + cudaGetErrorString(e));
@@ -34,22 +32,19 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
       device_(device),
       block_size_(options.block_size),
       max_num_seqs_(std::max(options.max_num_seqs, 1)),
-      small_kernel_variant_(options.small_kernel_variant),
-      decode_variant_(options.decode_variant),
-      prefill_warps_(options.prefill_warps),
-      prefill_attention_kernel_(options.prefill_attention_kernel),
-      programmatic_launch_(options.programmatic_launch),
-      gated_gemv_(options.gated_gemv),
+      small_kernel_variant_(options.tuning.small_kernel_variant),
+      decode_variant_(options.tuning.decode_variant),
+      prefill_warps_(options.tuning.prefill_warps),
+      prefill_attention_kernel_(options.tuning.prefill_attention_kernel),
+      programmatic_launch_(options.tuning.programmatic_launch),
       deterministic_(options.deterministic.value_or(false)) {
-  if (decode_variant_ < 0 || decode_variant_ > 2 || options.prefill_variant < 0 ||
-      options.prefill_variant > 1 ||
+  if (decode_variant_ < 0 || decode_variant_ > 2 ||
       (prefill_warps_ != 0 && prefill_warps_ != 4 && prefill_warps_ != 8) ||
       prefill_attention_kernel_ < 0 || prefill_attention_kernel_ > 1 ||
-      (options.gemv_split != 1 && options.gemv_split != 2 && options.gemv_split != 4) ||
-      options.deterministic_gemm_rows <= 0)
+      options.tuning.deterministic_gemm_rows <= 0)
     throw std::invalid_argument(
-        "decode_variant must be 0..2, prefill_variant 0 or 1, prefill_warps 0, 4 or 8, "
-        "prefill_attention_kernel 0 or 1, gemv_split 1, 2 or 4, deterministic_gemm_rows > 0");
+        "tuning: decode_variant must be 0..2, prefill_warps 0, 4 or 8, prefill_attention_kernel 0 "
+        "or 1, deterministic_gemm_rows > 0");
   if (block_size_ <= 0 || block_size_ > 1024)
     throw std::invalid_argument("block size must be in 1..1024");
   int devices = 0;
@@ -67,11 +62,8 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
 
   weights_ = CudaModelWeights::upload(src, config);
   check(linear_.init(weights_.max_q8_0_elements), "creating the cuBLASLt handle and Q8_0 scratch");
-  linear_.set_gemv_max_rows(std::clamp(options.gemv_max_rows, 0, cuda::kGemvBf16MaxRows));
-  linear_.set_gemv_max_weight_bytes(int64_t{std::max(options.gemv_max_weight_mib, 0)} << 20);
-  linear_.set_gemv_split(options.gemv_split);
-  if (options.prefill_variant == 1) linear_.gemm().set_autotune_min_rows(kPrefillAutotuneRows);
-  if (deterministic_) linear_.set_batch_invariant(options.deterministic_gemm_rows);
+  linear_.set_gemv_max_rows(std::clamp(options.tuning.gemv_max_rows, 0, cuda::kGemvBf16MaxRows));
+  if (deterministic_) linear_.set_batch_invariant(options.tuning.deterministic_gemm_rows);
   logits_capacity_ = std::max(max_num_seqs_, kMinLogitsRows);
   check(rows_h_.allocate(static_cast<size_t>(logits_capacity_) * config.hidden * 2),
         "allocating logits rows");

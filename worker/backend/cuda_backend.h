@@ -95,7 +95,6 @@ class CudaBackend : public Backend {
   int prefill_warps_;
   int prefill_attention_kernel_;
   bool programmatic_launch_;
-  bool gated_gemv_;
   bool deterministic_;
   cudaStream_t stream_ = nullptr;
   CudaModelWeights weights_;

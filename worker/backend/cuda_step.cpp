@@ -121,10 +121,6 @@ class CudaBackend::LayerOps : public DecoderOps {
     auto* h = b_.h_.as<bf16>();
     auto* gate_up = b_.gate_up_.as<bf16>();
     auto* act = b_.act_.as<bf16>();
-    if (b_.gated_gemv_) {
-      b_.check(b_.linear_.run_gate(L.w_gate_up, h, T_, gate_up, act, b_.stream_), "gate/up projection + SiLU");
-      return;
-    }
     b_.check(b_.linear_.run(L.w_gate_up, h, T_, gate_up, cuda::GemmOut::kBF16, b_.stream_), "gate/up projection");
     b_.check(cuda::silu_mul({gate_up, act, T_, c_.ffn}, b_.stream_), "SiLU");
   }

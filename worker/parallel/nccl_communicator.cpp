@@ -72,10 +72,11 @@ class NcclGroup {
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
 
   // Later calls fail at once; in-flight ones are stopped where NCCL can (ncclCommRevoke,
-  // NCCL 2.28+), without freeing what another rank's thread may still be using.
+  // in newer 2.28 releases; without it they run out), without freeing what another
+  // rank's thread may still be using.
   void abort() {
     if (aborted_.exchange(true)) return;
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+#if defined(NCCL_REVOKE_DEFAULT)  // not in every 2.28 (the H200 image's lacks it)
     for (ncclComm_t comm : comms_) ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT);
 #endif
   }

@@ -29,7 +29,7 @@ trap cleanup EXIT
 run_arm() {  # policy run
   local policy=$1 run=$2 cfg=$work/$1.yaml
   cat >"$cfg" <<YAML
-model: $model
+model: $PWD/$model  # the file is written elsewhere: its relative paths would be taken from there
 served_model_name: small
 listen: 127.0.0.1:18310
 admin_listen: 127.0.0.1:18311

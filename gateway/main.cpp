@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "gateway/gateway.h"
 #include "common/cli/args.h"
+#include "common/config/host_check.h"
+#include "gateway/gateway.h"
 
 int main(int argc, char** argv) {
   try {
@@ -27,6 +28,13 @@ int main(int argc, char** argv) {
     if (config.worker.binary.empty())  // the worker built beside this gateway, wherever it runs from
       config.worker.binary = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "switchyard-worker").string();
     config.validate("command line");
+    // Before the model is loaded or any worker spawned: a missing file or GPU is one line
+    // naming the field, not a fleet that restarts forever.
+    if (const auto problem = sy::host_problem(config, sy::probe_host_devices())) {
+      const std::string from = problem->first == "model" && a.has("model") ? "--model" : a.get("config") + ": " + problem->first;
+      std::fprintf(stderr, "error: %s: %s\n", from.c_str(), problem->second.c_str());
+      return 1;
+    }
     sy::gateway::Gateway gw(std::move(config));
     return gw.run();
   } catch (const sy::cli::UsageError& e) {

@@ -208,7 +208,18 @@ FleetConfig FleetConfig::load(const std::string& path) {
   if (!in) throw std::runtime_error(path + ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse(ss.str(), path);
+  FleetConfig c = parse(ss.str(), path);
+  c.resolve_paths(std::filesystem::absolute(path).parent_path().string());
+  return c;
+}
+
+void FleetConfig::resolve_paths(const std::string& base_dir) {
+  // A path relative to the file means the same whatever folder the gateway starts in.
+  auto resolve = [&](std::string& p) {
+    if (!p.empty() && std::filesystem::path(p).is_relative()) p = (std::filesystem::path(base_dir) / p).lexically_normal().string();
+  };
+  resolve(model);
+  resolve(worker.binary);
 }
 
 void FleetConfig::validate(const std::string& label) const {
@@ -216,8 +227,13 @@ void FleetConfig::validate(const std::string& label) const {
   if (model.empty()) fail("model", "is required (a GGUF file or a Hugging Face directory)");
   if (devices.empty()) fail("devices", "needs at least one device");
   const bool cpu = devices.size() == 1 && devices[0] == "cpu";
-  for (const auto& d : devices)
+  std::set<std::string> seen;
+  for (const auto& d : devices) {
     if (d == "cpu" && !cpu) fail("devices", "\"cpu\" cannot be mixed with GPU ids");
+    if (d != "cpu" && (d.empty() || d.size() > 4 || d.find_first_not_of("0123456789") != std::string::npos))
+      fail("devices", "'" + d + "' is neither cpu nor a GPU index (0, 1, ...)");
+    if (!seen.insert(d).second) fail("devices", "'" + d + "' is listed twice");
+  }
   if (modes.empty()) fail("modes", "needs at least one mode");
   if (!modes.count(default_mode)) fail("default_mode", "'" + default_mode + "' is not one of the modes");
   for (const auto& [name, m] : modes) {
@@ -230,8 +246,9 @@ void FleetConfig::validate(const std::string& label) const {
     if (!cpu && m.tp > 1)
       fail("modes." + name + ".tp", "tensor parallelism over GPUs is not built yet; tp > 1 runs CPU ranks (devices: [cpu])");
     if (!cpu && m.replicas * m.devices_per_replica > static_cast<int32_t>(devices.size()))
-      fail("modes." + name, std::to_string(m.replicas) + " replicas × " + std::to_string(m.devices_per_replica) +
-                                " devices need more than the " + std::to_string(devices.size()) + " devices listed");
+      fail("modes." + name, std::to_string(m.replicas) + " replicas × " + std::to_string(m.devices_per_replica) + " devices need " +
+                                std::to_string(m.replicas * m.devices_per_replica) + " devices, more than the " +
+                                std::to_string(devices.size()) + " listed in devices");
   }
   if (worker.max_num_seqs < 1 || worker.max_num_seqs > 4096) fail("worker.max_num_seqs", "must be 1 to 4096");
   if (worker.prefill_chunk < 1) fail("worker.prefill_chunk", "must be positive");

@@ -136,10 +136,14 @@ struct FleetConfig {
   bool mode_controller = false;
 
   // Loads and validates; throws std::runtime_error naming the file, the field and the
-  // problem. Relative paths (model, worker.binary) are resolved against `base_dir`
-  // when given, else kept as written.
+  // problem. Relative paths in the file (model, worker.binary) are resolved against the
+  // file's folder. Whether those files exist is checked later, against the machine
+  // (host_check.h).
   static FleetConfig load(const std::string& path);
+  // As load, from text; paths are kept as written.
   static FleetConfig parse(const std::string& yaml_text, const std::string& label);
+  // Makes relative model and worker.binary paths absolute, taken from `base_dir`.
+  void resolve_paths(const std::string& base_dir);
   // Checks cross-field rules (modes fit the devices, the default mode exists, ...).
   void validate(const std::string& label) const;
 };

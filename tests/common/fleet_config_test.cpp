@@ -1,8 +1,14 @@
 #include "common/config/fleet_config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
+
+#include "common/config/host_check.h"
 
 namespace sy {
 namespace {
@@ -25,6 +31,9 @@ TEST(FleetConfig, TheCheckedInFileLoads) {
   EXPECT_EQ(c.devices, std::vector<std::string>{"cpu"});
   EXPECT_EQ(c.routing.policy, "prefix");
   EXPECT_EQ(split_host_port(c.admin_listen).first, "127.0.0.1");
+  // Its relative paths are below the repository root, the file's folder.
+  EXPECT_EQ(c.model, std::string(SY_SOURCE_DIR) + "/models/qwen3-0.6b-synthetic.gguf");
+  EXPECT_EQ(c.worker.binary, std::string(SY_SOURCE_DIR) + "/build/bin/switchyard-worker");
 }
 
 TEST(FleetConfig, DefaultsAndGpuModes) {
@@ -102,7 +111,13 @@ TEST(FleetConfig, MistakesAreNamed) {
       {base + "default_mode: latency\n", "default_mode: 'latency' is not one of the modes"},
       {base + "listen: nowhere\n", "not host:port"},
       {base + "routing: {policy: random}\n", "routing.policy"},
-      {"model: m\ndevices: [\"0\"]\nmodes: {throughput: {replicas: 2}}\n", "need more than the 1 devices"},
+      {"model: m\ndevices: [\"0\"]\nmodes: {throughput: {replicas: 2}}\n", "modes.throughput: 2 replicas × 1 devices need 2 devices, more than the 1 listed"},
+      {"model: m\ndevices: [\"0\", \"1\"]\nmodes: {throughput: {replicas: 1, devices_per_replica: 3}}\n", "need 3 devices, more than the 2 listed"},
+      {"model: m\ndevices: [gpu0]\nmodes: {throughput: {replicas: 1}}\n", "devices: 'gpu0' is neither cpu nor a GPU index"},
+      {"model: m\ndevices: [\"-1\"]\nmodes: {throughput: {replicas: 1}}\n", "devices: '-1' is neither cpu nor a GPU index"},
+      {"model: m\ndevices: [\"0\", \"0\"]\nmodes: {throughput: {replicas: 1}}\n", "devices: '0' is listed twice"},
+      {"model: m\ndevices: [cpu, \"0\"]\nmodes: {throughput: {replicas: 1}}\n", "devices: \"cpu\" cannot be mixed with GPU ids"},
+      {"model: m\ndevices: []\nmodes: {throughput: {replicas: 1}}\n", "devices: needs at least one device"},
       {"model: [unclosed\n", "invalid YAML"},
       {"model: m\nmodes: {throughput: {replicas: 2, gpus: 3}}\n", "modes.throughput.gpus: unknown field"},
       {base + "model: other.gguf\n", "model: appears twice"},
@@ -133,6 +148,108 @@ TEST(FleetConfig, MistakesAreNamed) {
     const std::string e = error_of(r.yaml);
     EXPECT_NE(e.find(r.needle), std::string::npos) << "yaml:\n" << r.yaml << "error: " << e;
     EXPECT_EQ(e.find("test.yaml"), 0u) << e;
+  }
+}
+
+// A folder of its own under the system's temp folder, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "sy-fleet-config-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name, const std::string& text = "x", std::filesystem::perms perms = std::filesystem::perms::owner_read |
+                                                                                                      std::filesystem::perms::owner_write) const {
+    const std::string p = path_ + "/" + name;
+    std::filesystem::create_directories(std::filesystem::path(p).parent_path());
+    std::ofstream(p) << text;
+    std::filesystem::permissions(p, perms);
+    return p;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+constexpr auto kExecutable = std::filesystem::perms::owner_all;
+
+TEST(FleetConfig, RelativePathsAreTakenFromTheFilesFolder) {
+  TempDir dir;
+  const std::string yaml = dir.file("conf/replicas.yaml",
+                                    "model: models/m.gguf\nmodes: {throughput: {replicas: 1}}\nworker: {binary: ../bin/worker}\n");
+  const FleetConfig c = FleetConfig::load(yaml);
+  EXPECT_EQ(c.model, dir.path() + "/conf/models/m.gguf");
+  EXPECT_EQ(c.worker.binary, dir.path() + "/bin/worker");
+  EXPECT_EQ(c.served_model_name, "m");
+
+  // Absolute paths and an unset binary (the gateway's default) stay as written.
+  const std::string abs = dir.file("abs.yaml", "model: /models/m.gguf\nmodes: {throughput: {replicas: 1}}\n");
+  const FleetConfig a = FleetConfig::load(abs);
+  EXPECT_EQ(a.model, "/models/m.gguf");
+  EXPECT_EQ(a.worker.binary, "");
+
+  // A relative path to the file itself is made absolute first: the result does not
+  // depend on the folder the gateway later runs in.
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  const FleetConfig r = FleetConfig::load("conf/replicas.yaml");
+  std::filesystem::current_path(cwd);
+  EXPECT_EQ(r.model, dir.path() + "/conf/models/m.gguf");
+}
+
+TEST(FleetConfig, HostProblemsNameTheField) {
+  TempDir dir;
+  const std::string model = dir.file("m.gguf");
+  const std::string worker = dir.file("worker", "#!/bin/sh\n", kExecutable);
+  const std::string plain = dir.file("plain");  // not executable
+  std::filesystem::create_directories(dir.path() + "/hf-model");
+  struct Row {
+    std::string model, binary;
+    std::vector<std::string> devices;
+    int32_t gpus;
+    std::string field, needle;  // field empty: no problem
+  };
+  const std::string missing = dir.path() + "/nope";
+  const std::vector<Row> rows = {
+      {model, worker, {"cpu"}, 0, "", ""},
+      {dir.path() + "/hf-model", worker, {"cpu"}, 0, "", ""},  // a Hugging Face directory
+      {model, worker, {"0", "1"}, 2, "", ""},
+      {missing, worker, {"cpu"}, 0, "model", "'" + missing + "' does not exist"},
+      {model, missing, {"cpu"}, 0, "worker.binary", "'" + missing + "' does not exist"},
+      {model, plain, {"cpu"}, 0, "worker.binary", "is not executable"},
+      {model, dir.path(), {"cpu"}, 0, "worker.binary", "is a directory, not a program"},
+      {model, "", {"cpu"}, 0, "worker.binary", "is empty"},
+      {model, worker, {"0"}, 0, "devices[0]", "GPU 0 does not exist: this machine has no NVIDIA GPU"},
+      {model, worker, {"0", "1", "2"}, 2, "devices[2]", "GPU 2 does not exist: this machine has 2 (ids 0 to 1, from test)"},
+      {missing, missing, {"7"}, 0, "model", "does not exist"},  // the first problem only
+  };
+  for (const Row& r : rows) {
+    FleetConfig c;
+    c.model = r.model;
+    c.worker.binary = r.binary;
+    c.devices = r.devices;
+    const auto p = host_problem(c, HostDevices{r.gpus, "test"});
+    if (r.field.empty()) {
+      EXPECT_FALSE(p) << r.model << " " << r.binary << ": " << p->first << ": " << p->second;
+      continue;
+    }
+    ASSERT_TRUE(p) << r.needle;
+    EXPECT_EQ(p->first, r.field);
+    EXPECT_NE(p->second.find(r.needle), std::string::npos) << p->second;
+    EXPECT_EQ(p->second.find('\n'), std::string::npos) << p->second;  // one line
+  }
+}
+
+TEST(FleetConfig, ThisMachinesGpusAreCountedFromTheDriversFiles) {
+  const HostDevices host = probe_host_devices();
+  EXPECT_GE(host.gpus, 0);
+  if (!std::filesystem::exists("/proc/driver/nvidia/gpus") && !std::filesystem::exists("/dev/nvidia0")) {
+    EXPECT_EQ(host.gpus, 0);
+  }
+  if (std::filesystem::exists("/dev/nvidia0")) {
+    EXPECT_GE(host.gpus, 1);
   }
 }
 

@@ -16,7 +16,8 @@ WorkerMetrics register_worker_metrics(MetricsRegistry& m, const WorkerStats& st,
         st.requests_waiting);
   gauge("switchyard_worker_kv_blocks_used", "KV cache blocks in use by requests.",
         st.kv_blocks_used);
-  gauge("switchyard_worker_kv_blocks_total", "KV cache blocks in all.", st.kv_blocks_total);
+  gauge("switchyard_worker_kv_blocks_capacity", "KV cache blocks in all (used and free).",
+        st.kv_blocks_total);
   counter("switchyard_worker_prefix_cache_hit_tokens_total",
           "Prompt tokens served from the prefix cache.", st.prefix_cache_hit_tokens_total);
   counter("switchyard_worker_prompt_tokens_total", "Prompt tokens of accepted requests.",

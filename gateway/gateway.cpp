@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/beast/core/string.hpp>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -28,12 +29,37 @@ int64_t unix_seconds() { return static_cast<int64_t>(epoch_now()); }
 
 void log_line(const std::string& m) { std::fprintf(stderr, "gateway: %s\n", m.c_str()); }
 
+// The token of `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 7235).
 std::string bearer_token(const http::Exchange& ex) {
   auto it = ex.request().find(boost::beast::http::field::authorization);
   if (it == ex.request().end()) return {};
-  const std::string_view v(it->value().data(), it->value().size());
-  if (v.substr(0, 7) != "Bearer ") return {};
-  return std::string(v.substr(7));
+  std::string_view v(it->value().data(), it->value().size());
+  if (v.size() < 7 || !boost::beast::iequals(v.substr(0, 6), "Bearer") || (v[6] != ' ' && v[6] != '\t')) return {};
+  v.remove_prefix(7);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  return std::string(v);
+}
+
+// A model id from the path of GET /v1/models/{id}, percent-decoded (ids such as
+// "org/name" arrive as "org%2Fname" from some clients).
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
 }
 
 http::ServerOptions server_options(const FleetConfig& c, const std::string& listen) {
@@ -71,6 +97,7 @@ Gateway::Gateway(FleetConfig config)
   ctx_->fingerprint = fingerprint_;
   ctx_->block_size = config_.worker.block_size;
   key_limits_->register_metrics(metrics_);
+  register_counters();
 }
 
 Gateway::~Gateway() = default;
@@ -102,6 +129,7 @@ void Gateway::add_front_routes(http::Router& r) {
   cors_.add(r, http::Verb::post, "/v1/completions", [this](auto ex) { handle_openai(ApiKind::kCompletion, std::move(ex)); });
   cors_.add(r, http::Verb::post, "/v1/chat/completions", [this](auto ex) { handle_openai(ApiKind::kChatCompletion, std::move(ex)); });
   cors_.add(r, http::Verb::get, "/v1/models", [this](auto ex) { handle_models(std::move(ex)); });
+  cors_.add(r, http::Verb::get, "/v1/models/*", [this](auto ex) { handle_model(std::move(ex)); });
   r.add(http::Verb::get, "/health", [](auto ex) { ex->respond_json(http::Status::ok, R"({"status":"ok"})"); });
   r.add(http::Verb::get, "/ready", [this](auto ex) {
     boost::asio::post(core_strand_, [this, ex] {
@@ -130,7 +158,19 @@ void Gateway::add_admin_routes(http::Router& r) {
 }
 
 void Gateway::handle_models(std::shared_ptr<http::Exchange> ex) {
+  std::string key;
+  if (!authorized_user(*ex, key)) return ex->respond_error(ApiError{401, "authentication_error", "a valid API key is required", "", "invalid_api_key"});
   ex->respond_json(http::Status::ok, models_list_json({config_.served_model_name}, unix_seconds(), limits_.context_length));
+}
+
+// GET /v1/models/{id}: the model object of the list, or 404 model_not_found.
+void Gateway::handle_model(std::shared_ptr<http::Exchange> ex) {
+  std::string key;
+  if (!authorized_user(*ex, key)) return ex->respond_error(ApiError{401, "authentication_error", "a valid API key is required", "", "invalid_api_key"});
+  const std::string id = percent_decode(ex->path().substr(std::string_view("/v1/models/").size()));
+  if (id != config_.served_model_name) return ex->respond_error(ApiError::model_not_found(id));
+  const auto list = nlohmann::json::parse(models_list_json({config_.served_model_name}, unix_seconds(), limits_.context_length));
+  ex->respond_json(http::Status::ok, list["data"][0].dump());
 }
 
 void Gateway::handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex) {
@@ -227,32 +267,37 @@ void Gateway::publish_event(const nlohmann::json& event) {
   std::erase_if(event_subscribers_, [&](const std::shared_ptr<http::Exchange>& ex) { return ex->cancelled() || !ex->write(frame); });
 }
 
+// The core's counters are read when /metrics is exposed, on the core strand (see
+// handle_metrics), so the reads need no lock; typed as counters, as Prometheus expects
+// of a name ending in _total.
+void Gateway::register_counters() {
+  auto counter = [this](const char* name, const char* help, int64_t GatewayCounters::*field, const MetricLabels& labels = {}) {
+    metrics_.counter_fn(name, help, [this, field] { return static_cast<double>(core_->counters().*field); }, labels);
+  };
+  counter("switchyard_gateway_requests_total", "Client requests accepted for routing", &GatewayCounters::requests_total);
+  counter("switchyard_gateway_requests_finished_total", "Requests by outcome", &GatewayCounters::completed, {{"outcome", "completed"}});
+  counter("switchyard_gateway_requests_finished_total", "Requests by outcome", &GatewayCounters::failed, {{"outcome", "failed"}});
+  counter("switchyard_gateway_requests_finished_total", "Requests by outcome", &GatewayCounters::cancelled, {{"outcome", "cancelled"}});
+  counter("switchyard_gateway_requests_rejected_total", "Requests refused before routing", &GatewayCounters::rejected_queue_full, {{"reason", "queue_full"}});
+  counter("switchyard_gateway_requests_rejected_total", "Requests refused before routing", &GatewayCounters::rejected_no_replica, {{"reason", "no_replica"}});
+  counter("switchyard_gateway_output_tokens_total", "Tokens generated for clients", &GatewayCounters::output_tokens);
+  counter("switchyard_gateway_retries_total", "Attempts sent again after a failed attempt (failover)", &GatewayCounters::retries);
+  counter("switchyard_gateway_retries_denied_total", "Failed attempts the retry budget did not pay for", &GatewayCounters::retries_denied);
+  counter("switchyard_gateway_failure_events_total", "Replica failures whose requests' retries were budgeted once, together", &GatewayCounters::failure_events);
+  counter("switchyard_gateway_hedges_total", "Second attempts sent before a first token", &GatewayCounters::hedges);
+  counter("switchyard_gateway_hedges_won_total", "Hedges that produced the first token", &GatewayCounters::hedges_won);
+  counter("switchyard_gateway_hedges_denied_total", "Hedges the budget refused", &GatewayCounters::hedges_denied);
+  counter("switchyard_gateway_stalls_total", "Attempts failed over for silence (stall or no first token)", &GatewayCounters::stalls);
+  counter("switchyard_gateway_prompt_tokens_total", "Prompt tokens of finished requests", &GatewayCounters::prompt_tokens);
+  counter("switchyard_gateway_cached_prompt_tokens_total", "Prompt tokens served from workers' prefix caches", &GatewayCounters::cached_tokens);
+}
+
 void Gateway::handle_metrics(std::shared_ptr<http::Exchange> ex) {
   boost::asio::post(core_strand_, [this, ex] {
-    const auto& c = core_->counters();
     metrics_.gauge("switchyard_gateway_in_flight", "Requests sent to workers and not finished").set(static_cast<double>(core_->in_flight()));
     for (auto cls : {PriorityClass::kInteractive, PriorityClass::kStandard, PriorityClass::kBatch})
       metrics_.gauge("switchyard_gateway_queue_length", "Requests waiting in the gateway's queue", {{"class", priority_class_name(cls)}})
           .set(static_cast<double>(core_->queue().size(cls)));
-    auto set_total = [&](const char* name, const char* help, int64_t v, const MetricLabels& labels = {}) {
-      metrics_.gauge(name, help, labels).set(static_cast<double>(v));
-    };
-    set_total("switchyard_gateway_requests_total", "Client requests accepted for routing", c.requests_total);
-    set_total("switchyard_gateway_requests_finished_total", "Requests by outcome", c.completed, {{"outcome", "completed"}});
-    set_total("switchyard_gateway_requests_finished_total", "Requests by outcome", c.failed, {{"outcome", "failed"}});
-    set_total("switchyard_gateway_requests_finished_total", "Requests by outcome", c.cancelled, {{"outcome", "cancelled"}});
-    set_total("switchyard_gateway_requests_rejected_total", "Requests refused before routing", c.rejected_queue_full, {{"reason", "queue_full"}});
-    set_total("switchyard_gateway_requests_rejected_total", "Requests refused before routing", c.rejected_no_replica, {{"reason", "no_replica"}});
-    set_total("switchyard_gateway_output_tokens_total", "Tokens generated for clients", c.output_tokens);
-    set_total("switchyard_gateway_retries_total", "Attempts sent again after a failed attempt (failover)", c.retries);
-    set_total("switchyard_gateway_retries_denied_total", "Failed attempts the retry budget did not pay for", c.retries_denied);
-    set_total("switchyard_gateway_failure_events_total", "Replica failures whose requests' retries were budgeted once, together", c.failure_events);
-    set_total("switchyard_gateway_hedges_total", "Second attempts sent before a first token", c.hedges);
-    set_total("switchyard_gateway_hedges_won_total", "Hedges that produced the first token", c.hedges_won);
-    set_total("switchyard_gateway_hedges_denied_total", "Hedges the budget refused", c.hedges_denied);
-    set_total("switchyard_gateway_stalls_total", "Attempts failed over for silence (stall or no first token)", c.stalls);
-    set_total("switchyard_gateway_prompt_tokens_total", "Prompt tokens of finished requests", c.prompt_tokens);
-    set_total("switchyard_gateway_cached_prompt_tokens_total", "Prompt tokens served from workers' prefix caches", c.cached_tokens);
     const Fleet& fleet = core_->fleet();
     for (size_t i = 0; i < fleet.size(); ++i) {
       const MetricLabels l = {{"replica", fleet.info(i).id}};
@@ -271,7 +316,7 @@ void Gateway::handle_mode(std::shared_ptr<http::Exchange> ex) {
   if (!j.is_object() || !j.contains("mode") || !j["mode"].is_string())
     return ex->respond_error(ApiError::bad_request("the body must be {\"mode\": \"<name>\"}", "mode"));
   const std::string mode = j["mode"];
-  if (!config_.modes.count(mode)) return ex->respond_error(ApiError::bad_request("unknown mode '" + mode + "'", "mode"));
+  if (!config_.modes.count(mode)) return ex->respond_error(ApiError::bad_request("unknown mode '" + echo_input(mode) + "'", "mode"));
   boost::asio::post(core_strand_, [this, ex, mode] {
     if (switching_) return ex->respond_error(ApiError{409, "invalid_request_error", "a mode switch is in progress", "mode", "switch_in_progress"});
     if (mode == mode_) return ex->respond_json(http::Status::ok, nlohmann::json{{"mode", mode_}, {"switching", false}}.dump());
@@ -348,7 +393,7 @@ void Gateway::poll_worker_metrics() {
         if (at == std::string::npos) return 0;
         return static_cast<int64_t>(std::atof(body.c_str() + at + 1 + key.size()));
       };
-      core_->fleet().set_worker_stats(i, boot, value("switchyard_worker_kv_blocks_used"), value("switchyard_worker_kv_blocks_total"),
+      core_->fleet().set_worker_stats(i, boot, value("switchyard_worker_kv_blocks_used"), value("switchyard_worker_kv_blocks_capacity"),
                                       value("switchyard_worker_requests_running"), value("switchyard_worker_requests_waiting"));
     });
   }
@@ -418,6 +463,17 @@ int Gateway::run() {
   add_front_routes(front_router);
   // One listener serves both only when both addresses name the same fixed port.
   const bool shared_listener = config_.admin_listen == config_.listen && split_host_port(config_.listen).second != 0;
+  if (shared_listener) {
+    // The admin routes then answer on the API's address: fine on loopback, a hole
+    // anywhere else unless the admin key guards them (FleetConfig refuses that already;
+    // checked again here, where the listeners are made).
+    if (!is_loopback_host(split_host_port(config_.listen).first) && config_.admin_key.empty()) {
+      log_line("listen and admin_listen are both " + config_.listen +
+               ", which is not a loopback address, and no admin_key is set: refusing to serve the admin routes to the network");
+      return 1;
+    }
+    log_line("warning: listen and admin_listen are both " + config_.listen + "; the admin routes share the API listener");
+  }
   if (shared_listener) add_admin_routes(front_router);
   front_ = std::make_unique<http::HttpServer>(ioc_, server_options(config_, config_.listen), std::move(front_router));
   if (std::string err = front_->start(); !err.empty()) {

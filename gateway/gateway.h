@@ -48,10 +48,12 @@ class Gateway {
 
   void handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex);
   void handle_models(std::shared_ptr<http::Exchange> ex);
+  void handle_model(std::shared_ptr<http::Exchange> ex);
   void handle_status(std::shared_ptr<http::Exchange> ex);
   void handle_events(std::shared_ptr<http::Exchange> ex);
   void handle_mode(std::shared_ptr<http::Exchange> ex);
   void handle_metrics(std::shared_ptr<http::Exchange> ex);
+  void register_counters();
 
   // Core strand.
   nlohmann::json status_json() const;

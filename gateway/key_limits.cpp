@@ -49,12 +49,12 @@ void KeyLimits::release(const std::string& key) {
 }
 
 void KeyLimits::register_metrics(MetricsRegistry& registry) {
-  // Gauges, as the family's other series (queue_full, no_replica) are.
+  // Counters, as the family's other series (queue_full, no_replica) are.
   const char* help = "Requests refused before routing";
   auto self = shared_from_this();
-  registry.gauge_fn("switchyard_gateway_requests_rejected_total", help, [self] { return static_cast<double>(self->rate_limited_.load()); },
+  registry.counter_fn("switchyard_gateway_requests_rejected_total", help, [self] { return static_cast<double>(self->rate_limited_.load()); },
                       {{"reason", "rate_limited"}});
-  registry.gauge_fn("switchyard_gateway_requests_rejected_total", help,
+  registry.counter_fn("switchyard_gateway_requests_rejected_total", help,
                     [self] { return static_cast<double>(self->concurrency_limited_.load()); }, {{"reason", "concurrency_limited"}});
 }
 

@@ -11,6 +11,7 @@ packages=(
   libicu-dev                   # Unicode properties, NFC and regex for the tokenizer
   clang libclang-rt-14-dev     # libFuzzer targets
   chromium                     # headless, for the dashboard test (tests/gateway)
+  prometheus                   # promtool checks /metrics (tests/common/metrics_promtool_test)
 )
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)  # fetches the demo tokenizer
 

@@ -17,18 +17,31 @@ using tcp = net::ip::tcp;
 
 // ---- Router ----
 
+namespace {
+
+// A route path ending in '*' matches any longer path with the part before it as prefix.
+bool matches(const std::string& route, std::string_view path) {
+  if (route.empty() || route.back() != '*') return route == path;
+  const std::string_view prefix(route.data(), route.size() - 1);
+  return path.size() > prefix.size() && path.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace
+
 void Router::add(Verb method, std::string path, Handler handler) {
   routes_.push_back(Route{method, std::move(path), std::move(handler)});
 }
 
 const Handler* Router::find(Verb method, std::string_view path, Status& status) const {
   status = Status::not_found;
+  const Handler* get = nullptr;
   for (const auto& r : routes_) {
-    if (r.path != path) continue;
+    if (!matches(r.path, path)) continue;
     if (r.method == method) return &r.handler;
+    if (r.method == Verb::get) get = &r.handler;
     status = Status::method_not_allowed;
   }
-  return nullptr;
+  return method == Verb::head ? get : nullptr;
 }
 
 // ---- Listener: accepts connections and gives each a session on its own strand ----

@@ -91,6 +91,7 @@ struct ServerStats {
   std::atomic<uint64_t> rejected_400{0};         // malformed requests
   std::atomic<uint64_t> rejected_413{0};         // bodies over body_limit
   std::atomic<uint64_t> rejected_431{0};         // headers over header_limit
+  std::atomic<uint64_t> rejected_501{0};         // a transfer coding other than chunked
 };
 
 class Session;
@@ -157,7 +158,10 @@ using Handler = std::function<void(std::shared_ptr<Exchange>)>;
 
 // Method + exact path → handler. A known path with another method is 405, an unknown
 // path 404, both with an OpenAI-style error body (none for HEAD: a HEAD request gets
-// headers only, and reaches only a route registered for HEAD).
+// headers only). HEAD reaches a route registered for HEAD or, failing that, the GET
+// route of the path, whose response loses its body (RFC 9110 §9.3.2). A path ending in
+// '*' matches every longer path that starts with what precedes the '*'
+// ("/v1/models/*": "/v1/models/tiny", not "/v1/models/").
 class Router {
  public:
   void add(Verb method, std::string path, Handler handler);

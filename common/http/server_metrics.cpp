@@ -14,8 +14,10 @@ void register_server_metrics(MetricsRegistry& registry, const HttpServer& server
   registry.counter_fn("switchyard_http_connections_accepted_total", "Client connections accepted.", read(&ServerStats::connections_accepted), l);
   registry.counter_fn("switchyard_http_connections_refused_total", "Connections answered 503 and closed: max_connections were open.",
                       read(&ServerStats::connections_refused), l);
-  const char* refused_help = "Requests refused before any handler: malformed (400), body too large (413), headers too large (431).";
-  for (auto [status, field] : {std::pair{"400", &ServerStats::rejected_400}, {"413", &ServerStats::rejected_413}, {"431", &ServerStats::rejected_431}})
+  const char* refused_help =
+      "Requests refused before any handler: malformed (400), body too large (413), headers too large (431), transfer coding not implemented (501).";
+  for (auto [status, field] : {std::pair{"400", &ServerStats::rejected_400}, {"413", &ServerStats::rejected_413}, {"431", &ServerStats::rejected_431},
+                               {"501", &ServerStats::rejected_501}})
     registry.counter_fn("switchyard_http_requests_refused_total", refused_help, read(field), {{"listener", listener}, {"status", status}});
   const char* timeout_help = "Connections closed by a timeout: headers (slow or unfinished), body, idle keep-alive, a write the client did not read.";
   for (auto [phase, field] : {std::pair{"header", &ServerStats::header_timeouts},

@@ -1,5 +1,7 @@
 #include "common/http/session.h"
 
+#include "common/http/request_screen.h"
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -141,6 +143,26 @@ void Session::do_read_header() {
   // One deadline for all the header bytes: a client trickling them cannot extend it.
   phase_ = Phase::kHeader;
   stream_.expires_at(header_deadline_);
+  // The header block is read whole before the parser sees it, to refuse folded lines
+  // (Beast would join them). Past the header limit the parser answers 431.
+  const auto data = buffer_.data();
+  const std::string_view bytes(static_cast<const char*>(data.data()), data.size());
+  switch (scan_header_block(bytes)) {
+    case HeaderBlock::kFolded:
+      first_request_ = false;
+      head_ = bytes.rfind("HEAD ", 0) == 0;
+      ++state_->stats.rejected_400;
+      return reject(ApiError::bad_request("malformed HTTP request: folded header line (obs-fold)"), true);
+    case HeaderBlock::kIncomplete:
+      if (bytes.size() <= state_->options.header_limit)
+        return stream_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
+          if (ec) return self->on_read_header(ec, 0);
+          self->buffer_.commit(n);
+          self->do_read_header();
+        });
+      break;
+    case HeaderBlock::kComplete: break;
+  }
   bhttp::async_read_header(stream_, buffer_, *parser_,
                            beast::bind_front_handler(&Session::on_read_header, shared_from_this()));
 }
@@ -172,6 +194,10 @@ void Session::on_read_header(beast::error_code ec, size_t) {
   if (ec) return fail(ec, "read header");
   head_ = parser_->get().method() == bhttp::verb::head;
   const auto& req = parser_->get();
+  if (auto refusal = unsupported_transfer_coding(req)) {
+    ++state_->stats.rejected_501;
+    return reject(*refusal, true);
+  }
   if (beast::iequals(req[bhttp::field::expect], "100-continue") && !parser_->is_done()) {
     // curl and others wait for this before sending a body.
     arm(Phase::kWrite, state_->options.write_timeout);
@@ -221,7 +247,7 @@ void Session::handle_request(Request request) {
             ? ApiError{405, "invalid_request_error", "method not allowed", {}, "method_not_allowed"}
             : ApiError{404,
                        "invalid_request_error",
-                       "no route for " + std::string(path),
+                       "no route for " + echo_input(path),
                        {},
                        "not_found"};
     return reject(e, !keep_alive_);

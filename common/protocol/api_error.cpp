@@ -9,8 +9,16 @@ ApiError ApiError::bad_request(std::string message, std::string param, std::stri
                   std::move(code)};
 }
 
+std::string echo_input(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t cut = max_bytes;
+  // Back up over UTF-8 continuation bytes so the cut does not split a character.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "\u2026";
+}
+
 ApiError ApiError::model_not_found(const std::string& model) {
-  return ApiError{404, "invalid_request_error", "The model '" + model + "' does not exist", "model",
+  return ApiError{404, "invalid_request_error", "The model '" + echo_input(model) + "' does not exist", "model",
                   "model_not_found"};
 }
 
@@ -32,7 +40,7 @@ ApiError ApiError::unavailable(std::string message, std::string code) {
 
 std::string api_error_body(const ApiError& e) {
   nlohmann::ordered_json inner;
-  inner["message"] = e.message;
+  inner["message"] = echo_input(e.message, kMaxErrorMessageBytes);
   inner["type"] = e.type;
   inner["param"] =
       e.param.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.param);

@@ -3,7 +3,9 @@
 // request parsers (which return them) and by the HTTP layer (which sends them).
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace sy {
 
@@ -28,7 +30,14 @@ struct ApiError {
   static ApiError unavailable(std::string message, std::string code = "service_unavailable");
 };
 
-// The JSON body text `{"error": {...}}` (valid UTF-8 even when the message is not).
+// Client text quoted in an error message, cut to `max_bytes` (at a UTF-8 character
+// boundary) with "…" appended when cut: a 3 MB model name must not come back 3 MB.
+inline constexpr size_t kMaxEchoBytes = 200;
+std::string echo_input(std::string_view text, size_t max_bytes = kMaxEchoBytes);
+
+// The JSON body text `{"error": {...}}` (valid UTF-8 even when the message is not). A
+// message longer than kMaxErrorMessageBytes is cut (echo_input), whatever quoted it.
+inline constexpr size_t kMaxErrorMessageBytes = 1024;
 std::string api_error_body(const ApiError& e);
 
 }  // namespace sy

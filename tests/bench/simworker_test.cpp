@@ -107,7 +107,7 @@ TEST(Simworker, ReadyHasTheWorkersShapeAndTheModelsFingerprint) {
   EXPECT_EQ(testing::http_request(w.port(), "GET", "/health").status, 200);
   EXPECT_EQ(testing::http_request(w.port(), "GET", "/v1/models").json()["data"][0]["id"], "tiny");
   const auto metrics = testing::http_request(w.port(), "GET", "/metrics");
-  for (const char* name : {"switchyard_worker_requests_running", "switchyard_worker_kv_blocks_total 16",
+  for (const char* name : {"switchyard_worker_requests_running", "switchyard_worker_kv_blocks_capacity 16",
                            "switchyard_worker_ready 1", "switchyard_worker_time_to_first_token_seconds_bucket"})
     EXPECT_NE(metrics.body.find(name), std::string::npos) << name;
   EXPECT_EQ(w.terminate(), 0);

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "fixture_util.h"
@@ -135,12 +137,27 @@ class RawClient {
     beast::error_code ec;
     socket_.close(ec);
   }
+  const std::string& got() const { return got_; }
 
  private:
   net::io_context ioc_;
   tcp::socket socket_;
   std::string got_;
 };
+
+// `promtool check metrics` on `text`: "" when it passes, else what promtool said. Unset
+// when promtool is not installed (scripts/setup.sh installs Debian's prometheus).
+std::optional<std::string> promtool_problems(const std::string& text, const std::string& name) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) return std::nullopt;
+  const std::string in = testing::temp_path(name + ".prom"), out = testing::temp_path(name + ".promtool");
+  std::ofstream(in) << text;
+  const int rc = std::system(("promtool check metrics < " + in + " > " + out + " 2>&1").c_str());
+  std::ifstream f(out);
+  const std::string said((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(in);
+  std::filesystem::remove(out);
+  return rc == 0 && said.empty() ? std::string() : "exit status " + std::to_string(rc) + ": " + said;
+}
 
 std::string post_text(const std::string& path, const std::string& body, const std::string& headers = {}) {
   return testing::request_text("POST", path, body, headers);
@@ -279,6 +296,87 @@ TEST(GatewayLimits, AdminOffLoopbackWithoutAKeyIsRefusedAtStartup) {
   Gateway gw("limits_admin_open", "", {"--admin-listen", "0.0.0.0:0"});
   EXPECT_EQ(gw.port(), 0) << "the gateway started";
   EXPECT_NE(gw.proc().log().find("admin_listen: '0.0.0.0:0' is reachable from other hosts"), std::string::npos) << gw.proc().log();
+}
+
+// Issue 16 item 5: both /metrics texts follow Prometheus's conventions (counters typed as
+// counters and named _total, no gauge named like a counter), on real processes that have
+// served a request.
+TEST(GatewayMetrics, GatewayAndWorkerPassPromtool) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "promtool is not installed (Debian package prometheus; scripts/setup.sh installs it)";
+  Gateway gw("metrics_promtool", "");
+  ASSERT_TRUE(gw.wait_ready("")) << gw.proc().log();
+  ASSERT_EQ(http_request(gw.port(), "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2})").status, 200);
+  const std::string worker_url = gw.status("")["replicas"][0]["url"];
+  const uint16_t worker_port = static_cast<uint16_t>(std::stoi(worker_url.substr(worker_url.rfind(':') + 1)));
+  const std::string gm = gw.metrics("");
+  const std::string wm = http_request(worker_port, "GET", "/metrics").body;
+  ASSERT_NE(gm.find("switchyard_gateway_requests_total 1"), std::string::npos) << gm;
+  ASSERT_NE(wm.find("switchyard_worker_kv_blocks_capacity "), std::string::npos) << wm;
+  EXPECT_NE(gm.find("# TYPE switchyard_gateway_hedges_total counter"), std::string::npos) << gm;
+  EXPECT_EQ(promtool_problems(gm, "metrics_gateway"), "") << gm;
+  EXPECT_EQ(promtool_problems(wm, "metrics_worker"), "") << wm;
+}
+
+// Issue 16 item 6 at the gateway: /v1/models needs a key when keys are set, the Bearer
+// scheme in any case, GET /v1/models/{id}, HEAD on GET routes, and a huge model name
+// not echoed whole.
+TEST(GatewayEdges, ModelsKeysHeadAndBoundedEchoes) {
+  Gateway gw("edges_models", "api_keys: [user-key]\nlimits: {max_body_bytes: 8388608}\n");
+  ASSERT_GT(gw.port(), 0) << gw.proc().log();
+  EXPECT_EQ(http_request(gw.port(), "GET", "/v1/models").status, 401);
+  EXPECT_EQ(http_request(gw.port(), "GET", "/v1/models", {}, "Authorization: Bearer wrong-key\r\n").status, 401);
+  for (const char* auth : {"Bearer user-key", "bearer user-key", "BEARER  user-key"})
+    EXPECT_EQ(http_request(gw.port(), "GET", "/v1/models", {}, std::string("Authorization: ") + auth + "\r\n").status, 200) << auth;
+  EXPECT_EQ(http_request(gw.port(), "GET", "/v1/models", {}, "Authorization: Basic dXNlci1rZXk=\r\n").status, 401);
+  const std::string key = Gateway::bearer("user-key");
+  const auto list = http_request(gw.port(), "GET", "/v1/models", {}, key).json();
+  const std::string id = list["data"][0]["id"];
+  EXPECT_EQ(http_request(gw.port(), "GET", "/v1/models/" + id).status, 401);
+  const HttpResult one = http_request(gw.port(), "GET", "/v1/models/" + id, {}, key);
+  EXPECT_EQ(one.status, 200) << one.body;
+  EXPECT_EQ(one.json(), list["data"][0]) << one.body;
+  const HttpResult unknown = http_request(gw.port(), "GET", "/v1/models/no-such-model", {}, key);
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(unknown.json()["error"]["code"], "model_not_found") << unknown.body;
+  EXPECT_EQ(unknown.json()["error"]["type"], "invalid_request_error") << unknown.body;
+
+  // A 3 MB model name comes back cut to a few hundred bytes.
+  const nlohmann::json huge = {{"model", std::string(3 << 20, 'm')}, {"prompt", "hi"}};
+  const HttpResult refused = http_request(gw.port(), "POST", "/v1/completions", huge.dump(), key);
+  EXPECT_EQ(refused.status, 404);
+  EXPECT_LT(refused.body.size(), 1000u);
+  EXPECT_NE(refused.json()["error"]["message"].get<std::string>().find("\u2026"), std::string::npos) << refused.body;
+
+  // HEAD on GET routes: the GET's status and headers, no body.
+  for (const std::string& path : {std::string("/health"), std::string("/v1/models")}) {
+    RawClient head(gw.port());
+    ASSERT_TRUE(head.send("HEAD " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + key + "\r\n"));
+    head.read_until("never arrives: the server closes");
+    EXPECT_EQ(head.got().rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << path << ": " << head.got();
+    EXPECT_EQ(head.got().size(), head.got().find("\r\n\r\n") + 4) << path << " has a body: " << head.got();
+  }
+}
+
+// listen equal to admin_listen: one listener serves both, with a warning; off loopback
+// without an admin key the gateway does not start.
+TEST(GatewayEdges, SharedListenAndAdminListen) {
+  uint16_t free_port = 0;
+  {
+    net::io_context ioc;
+    tcp::acceptor a(ioc, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    free_port = a.local_endpoint().port();
+  }
+  const std::string address = "127.0.0.1:" + std::to_string(free_port);
+  {
+    Gateway gw("edges_shared", "", {"--listen", address, "--admin-listen", address});
+    ASSERT_EQ(gw.port(), free_port) << gw.proc().log();
+    EXPECT_EQ(http_request(gw.port(), "GET", "/admin/status").status, 200);
+    EXPECT_NE(gw.proc().log().find("warning: listen and admin_listen are both " + address), std::string::npos) << gw.proc().log();
+  }
+  Gateway open("edges_shared_open", "", {"--listen", "0.0.0.0:" + std::to_string(free_port), "--admin-listen", "0.0.0.0:" + std::to_string(free_port)});
+  EXPECT_EQ(open.port(), 0) << "the gateway started";
+  EXPECT_NE(open.proc().log().find("reachable from other hosts"), std::string::npos) << open.proc().log();
 }
 
 TEST(GatewayLimits, CorsIsOffUnlessConfigured) {

@@ -178,7 +178,7 @@ TEST_F(WorkerServerTest, ReadyHealthAndModels) {
   EXPECT_EQ(http_request(port(), "GET", "/health").status, 200);
   const json models = http_request(port(), "GET", "/v1/models").json();
   EXPECT_EQ(models["data"][0]["id"], "tiny");
-  EXPECT_EQ(metric(port(), "switchyard_worker_kv_blocks_total"), kKvBlocks);
+  EXPECT_EQ(metric(port(), "switchyard_worker_kv_blocks_capacity"), kKvBlocks);
   EXPECT_EQ(metric(port(), "switchyard_worker_ready"), 1);
 }
 

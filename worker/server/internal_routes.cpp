@@ -85,7 +85,7 @@ void handle_internal_generate(std::shared_ptr<WorkerServer::Shared> s,
   if (auto e = check_internal_generate(req, s->limits)) return ex->respond_error(*e);
   if (!s->claim_id(req.request_id))
     return ex->respond_error(ApiError{409, "invalid_request_error",
-                                      "request_id '" + req.request_id + "' is already running",
+                                      "request_id '" + echo_input(req.request_id) + "' is already running",
                                       "request_id", "duplicate_request_id"});
   const bool logprobs = req.sampling.logprobs >= 0;
   auto sink = std::make_shared<InternalSink>(

@@ -15,6 +15,7 @@
 #include "common/model_source.h"
 #include "common/protocol/internal_api.h"
 #include "common/protocol/prompt.h"
+#include "common/http/path.h"
 #include "common/http/server_limits.h"
 #include "common/http/server_metrics.h"
 #include "gateway/dashboard.h"
@@ -38,28 +39,6 @@ std::string bearer_token(const http::Exchange& ex) {
   v.remove_prefix(7);
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   return std::string(v);
-}
-
-// A model id from the path of GET /v1/models/{id}, percent-decoded (ids such as
-// "org/name" arrive as "org%2Fname" from some clients).
-std::string percent_decode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
 }
 
 http::ServerOptions server_options(const FleetConfig& c, const std::string& listen) {
@@ -167,7 +146,7 @@ void Gateway::handle_models(std::shared_ptr<http::Exchange> ex) {
 void Gateway::handle_model(std::shared_ptr<http::Exchange> ex) {
   std::string key;
   if (!authorized_user(*ex, key)) return ex->respond_error(ApiError{401, "authentication_error", "a valid API key is required", "", "invalid_api_key"});
-  const std::string id = percent_decode(ex->path().substr(std::string_view("/v1/models/").size()));
+  const std::string id = http::percent_decode(ex->path().substr(std::string_view("/v1/models/").size()));
   if (id != config_.served_model_name) return ex->respond_error(ApiError::model_not_found(id));
   const auto list = nlohmann::json::parse(models_list_json({config_.served_model_name}, unix_seconds(), limits_.context_length));
   ex->respond_json(http::Status::ok, list["data"][0].dump());

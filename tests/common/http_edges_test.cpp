@@ -4,6 +4,7 @@
 // text echoed in error messages is cut short.
 #include <gtest/gtest.h>
 
+#include "common/http/path.h"
 #include "common/http/request_screen.h"
 #include "common/http/server.h"
 #include "http_test_client.h"
@@ -123,6 +124,13 @@ TEST(HttpEdges, EchoInputCutsAtACharacterBoundary) {
   // Whatever a message quotes, the body stays bounded.
   const std::string body = api_error_body(ApiError::bad_request(std::string(1 << 20, 'x')));
   EXPECT_LT(body.size(), kMaxErrorMessageBytes + 200);
+}
+
+TEST(HttpEdges, PercentDecode) {
+  EXPECT_EQ(percent_decode("org%2Fname"), "org/name");
+  EXPECT_EQ(percent_decode("a%2fb%20c"), "a/b c");
+  EXPECT_EQ(percent_decode("100%"), "100%");
+  EXPECT_EQ(percent_decode("%zz%4"), "%zz%4");
 }
 
 TEST(HttpEdges, HeaderBlockScan) {

@@ -412,6 +412,20 @@ TEST(GatewayLimits, CorsIsOffUnlessConfigured) {
 
 // ---- the worker ----
 
+TEST(WorkerEdges, ModelById) {
+  testing::WorkerProcess w({"--model", testing::fixture_path(kModel), "--kv-memory-gb", "0.1"});
+  ASSERT_GT(w.port(), 0);
+  const auto list = http_request(w.port(), "GET", "/v1/models").json();
+  const std::string id = list["data"][0]["id"];
+  const HttpResult one = http_request(w.port(), "GET", "/v1/models/" + id);
+  EXPECT_EQ(one.status, 200) << one.body;
+  EXPECT_EQ(one.json(), list["data"][0]);
+  const HttpResult unknown = http_request(w.port(), "GET", "/v1/models/" + std::string(5000, 'x'));
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(unknown.json()["error"]["code"], "model_not_found");
+  EXPECT_LT(unknown.body.size(), 600u);
+}
+
 TEST(WorkerLimits, OversizedHeadersAndBodiesSlowlorisAndANonReader) {
   testing::WorkerProcess w({"--model", testing::fixture_path(kModel), "--kv-memory-gb", "0.1", "--max-body-bytes", "4096",
                             "--header-timeout-s", "1", "--max-stream-buffer-bytes", "16384", "--socket-send-buffer-bytes", "16384"});

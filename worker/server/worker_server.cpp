@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/http/path.h"
 #include "common/protocol/internal_api.h"
 #include "worker/server/routes.h"
 
@@ -88,6 +89,8 @@ http::Router WorkerServer::router() {
         [s](std::shared_ptr<http::Exchange> ex) { handle_kv_events(s, std::move(ex)); });
   r.add(http::Verb::get, "/v1/models",
         [this](std::shared_ptr<http::Exchange> ex) { handle_models(std::move(ex)); });
+  r.add(http::Verb::get, "/v1/models/*",
+        [this](std::shared_ptr<http::Exchange> ex) { handle_model(std::move(ex)); });
   r.add(http::Verb::get, "/health",
         [this](std::shared_ptr<http::Exchange> ex) { handle_health(std::move(ex)); });
   r.add(http::Verb::get, "/ready",
@@ -124,6 +127,16 @@ void WorkerServer::handle_ready(std::shared_ptr<http::Exchange> ex) {
 void WorkerServer::handle_models(std::shared_ptr<http::Exchange> ex) {
   ex->respond_json(http::Status::ok,
                    models_list_json(options_.model_names, started_at_, limits_.context_length));
+}
+
+// GET /v1/models/{id}: that entry of the list, or 404 model_not_found.
+void WorkerServer::handle_model(std::shared_ptr<http::Exchange> ex) {
+  const std::string id = http::percent_decode(ex->path().substr(std::string_view("/v1/models/").size()));
+  const auto list = nlohmann::json::parse(
+      models_list_json(options_.model_names, started_at_, limits_.context_length));
+  for (const auto& m : list["data"])
+    if (m["id"] == id) return ex->respond_json(http::Status::ok, m.dump());
+  ex->respond_error(ApiError::model_not_found(id));
 }
 
 void WorkerServer::handle_metrics(std::shared_ptr<http::Exchange> ex) {

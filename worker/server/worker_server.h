@@ -65,6 +65,7 @@ class WorkerServer : public LatencyObserver {
   void handle_health(std::shared_ptr<http::Exchange> ex);
   void handle_ready(std::shared_ptr<http::Exchange> ex);
   void handle_models(std::shared_ptr<http::Exchange> ex);
+  void handle_model(std::shared_ptr<http::Exchange> ex);
   void handle_metrics(std::shared_ptr<http::Exchange> ex);
   void register_metrics();
 

@@ -112,7 +112,7 @@ TEST(FleetConfig, MistakesAreNamed) {
       {base + "listen: nowhere\n", "not host:port"},
       {base + "routing: {policy: random}\n", "routing.policy"},
       {"model: m\ndevices: [\"0\"]\nmodes: {throughput: {replicas: 2}}\n", "modes.throughput: 2 replicas × 1 devices need 2 devices, more than the 1 listed"},
-      {"model: m\ndevices: [\"0\", \"1\"]\nmodes: {throughput: {replicas: 1, devices_per_replica: 3}}\n", "need 3 devices, more than the 2 listed"},
+      {"model: m\ndevices: [\"0\", \"1\"]\nmodes: {throughput: {replicas: 3}}\n", "3 replicas × 1 devices need 3 devices, more than the 2 listed"},
       {"model: m\ndevices: [gpu0]\nmodes: {throughput: {replicas: 1}}\n", "devices: 'gpu0' is neither cpu nor a GPU index"},
       {"model: m\ndevices: [\"-1\"]\nmodes: {throughput: {replicas: 1}}\n", "devices: '-1' is neither cpu nor a GPU index"},
       {"model: m\ndevices: [\"0\", \"0\"]\nmodes: {throughput: {replicas: 1}}\n", "devices: '0' is listed twice"},

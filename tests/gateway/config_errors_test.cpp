@@ -72,8 +72,8 @@ TEST(GatewayConfigErrors, EachIsOneLineNamingTheFieldAndAnImmediateExit) {
       // A flag stays relative to the working directory (the test's: not where the file is).
       {"missing-model-flag", head + "model: models/m.gguf\nmodes: {throughput: {replicas: 1}}\nworker: {binary: " + worker + "}\n",
        {"--model", "sy-absent-model.gguf"}, "--model: 'sy-absent-model.gguf' does not exist"},
-      {"gpu-absent", head + "model: models/m.gguf\ndevices: [\"0\", \"9999\"]\nmodes: {throughput: {replicas: 2}}\nworker: {binary: " + worker + "}\n", {},
-       "devices[1]: GPU 9999 does not exist"},
+      {"gpu-absent", head + "model: models/m.gguf\ndevices: [\"9999\"]\nmodes: {throughput: {replicas: 1}}\nworker: {binary: " + worker + "}\n", {},
+       "devices[0]: GPU 9999 does not exist"},
       {"mode-wants-more-devices", head + "model: models/m.gguf\ndevices: [\"0\"]\nmodes: {throughput: {replicas: 2}}\nworker: {binary: " + worker + "}\n", {},
        "modes.throughput: 2 replicas × 1 devices need 2 devices, more than the 1 listed"},
       {"unknown-mode-flag", head + "model: models/m.gguf\nmodes: {throughput: {replicas: 1}}\nworker: {binary: " + worker + "}\n",

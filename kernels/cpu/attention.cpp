@@ -75,6 +75,11 @@ void paged_attention(const AttentionParams& p, ThreadPool& pool) {
       const int64_t n_keys = std::min<int64_t>(p.positions[row] + 1, ctx);  // causal
       for (int g = 0; g < group; ++g) {
         const int head = task.kv_head * group + g;
+        if (n_keys <= 0) {  // a shard that holds none of this row's keys
+          std::fill_n(p.out + row * static_cast<int64_t>(p.n_heads) * d + static_cast<int64_t>(head) * d, d, 0.0f);
+          if (p.lse) p.lse[row * p.n_heads + head] = -INFINITY;
+          continue;
+        }
         const float* q = p.q + row * p.q_stride + static_cast<int64_t>(head) * d;
         float max_score = -INFINITY;
         for (int64_t j0 = 0; j0 < n_keys; j0 += bs) {
@@ -106,6 +111,7 @@ void paged_attention(const AttentionParams& p, ThreadPool& pool) {
         float* out = p.out + row * static_cast<int64_t>(p.n_heads) * d + static_cast<int64_t>(head) * d;
         const float inv = static_cast<float>(1.0 / denom);
         for (int i = 0; i < d; ++i) out[i] = a[i] * inv;
+        if (p.lse) p.lse[row * p.n_heads + head] = static_cast<float>(max_score + std::log(denom));
       }
     }
   });

@@ -32,6 +32,10 @@ struct AttentionParams {
   int64_t kv_stride = 0;
   // Output rows [tokens, n_heads * head_dim].
   float* out = nullptr;
+  // Optional [tokens, n_heads]: each row's log-sum-exp of its scaled scores (natural log;
+  // -inf for a row that saw no key), so partial attention over disjoint key sets can be
+  // merged (attention_merge.h). Null: not written.
+  float* lse = nullptr;
 
   KvLayer cache;
   PagedKvTable table;          // blocks of each sequence, including this step's tokens

@@ -11,13 +11,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string quoted(const std::string& path) { return "'" + path + "'"; }
+std::string quoted(const std::string& path) {
+  return "'" + path + "'";
+}
 
 std::optional<std::string> model_problem(const std::string& model) {
   std::error_code ec;
   const fs::file_status st = fs::status(model, ec);
-  if (!fs::exists(st)) return quoted(model) + " does not exist (a GGUF file or a Hugging Face directory)";
-  if (!fs::is_regular_file(st) && !fs::is_directory(st)) return quoted(model) + " is neither a file nor a directory";
+  if (!fs::exists(st))
+    return quoted(model) + " does not exist (a GGUF file or a Hugging Face directory)";
+  if (!fs::is_regular_file(st) && !fs::is_directory(st))
+    return quoted(model) + " is neither a file nor a directory";
   if (::access(model.c_str(), R_OK) != 0) return quoted(model) + " cannot be read";
   return std::nullopt;
 }
@@ -26,7 +30,9 @@ std::optional<std::string> binary_problem(const std::string& binary) {
   if (binary.empty()) return "is empty";
   std::error_code ec;
   const fs::file_status st = fs::status(binary, ec);
-  if (!fs::exists(st)) return quoted(binary) + " does not exist (build it: cmake --build build --target switchyard-worker)";
+  if (!fs::exists(st))
+    return quoted(binary) +
+           " does not exist (build it: cmake --build build --target switchyard-worker)";
   if (fs::is_directory(st)) return quoted(binary) + " is a directory, not a program";
   if (::access(binary.c_str(), X_OK) != 0) return quoted(binary) + " is not executable";
   return std::nullopt;
@@ -37,9 +43,10 @@ std::optional<std::string> device_problem(const std::string& id, const HostDevic
   // FleetConfig::validate has checked that GPU ids are indexes.
   const long index = std::strtol(id.c_str(), nullptr, 10);
   if (index < host.gpus) return std::nullopt;
-  if (host.gpus == 0) return "GPU " + id + " does not exist: this machine has no NVIDIA GPU (use devices: [cpu])";
-  return "GPU " + id + " does not exist: this machine has " + std::to_string(host.gpus) + " (ids 0 to " +
-         std::to_string(host.gpus - 1) + ", from " + host.source + ")";
+  if (host.gpus == 0)
+    return "GPU " + id + " does not exist: this machine has no NVIDIA GPU (use devices: [cpu])";
+  return "GPU " + id + " does not exist: this machine has " + std::to_string(host.gpus) +
+         " (ids 0 to " + std::to_string(host.gpus - 1) + ", from " + host.source + ")";
 }
 
 int32_t count_entries(const fs::path& dir, bool (*wanted)(const std::string&)) {
@@ -53,7 +60,8 @@ int32_t count_entries(const fs::path& dir, bool (*wanted)(const std::string&)) {
 }  // namespace
 
 HostDevices probe_host_devices() {
-  const int32_t proc = count_entries("/proc/driver/nvidia/gpus", [](const std::string&) { return true; });
+  const int32_t proc =
+      count_entries("/proc/driver/nvidia/gpus", [](const std::string&) { return true; });
   if (proc > 0) return {proc, "/proc/driver/nvidia/gpus"};
   // /dev/nvidia0, /dev/nvidia1, ...: not nvidiactl, nvidia-uvm, nvidia-modeset.
   const int32_t nodes = count_entries("/dev", [](const std::string& name) {
@@ -65,11 +73,14 @@ HostDevices probe_host_devices() {
   return {nodes, "/dev/nvidia<N>"};
 }
 
-std::optional<std::pair<std::string, std::string>> host_problem(const FleetConfig& config, const HostDevices& host) {
+std::optional<std::pair<std::string, std::string>> host_problem(const FleetConfig& config,
+                                                                const HostDevices& host) {
   if (auto p = model_problem(config.model)) return std::pair{std::string("model"), *p};
-  if (auto p = binary_problem(config.worker.binary)) return std::pair{std::string("worker.binary"), *p};
+  if (auto p = binary_problem(config.worker.binary))
+    return std::pair{std::string("worker.binary"), *p};
   for (size_t i = 0; i < config.devices.size(); ++i)
-    if (auto p = device_problem(config.devices[i], host)) return std::pair{"devices[" + std::to_string(i) + "]", *p};
+    if (auto p = device_problem(config.devices[i], host))
+      return std::pair{"devices[" + std::to_string(i) + "]", *p};
   return std::nullopt;
 }
 

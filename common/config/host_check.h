@@ -28,6 +28,7 @@ HostDevices probe_host_devices();
 // {field, what is wrong}; none when the model and worker.binary exist (the binary
 // executable) and every GPU id in `devices` is below `host.gpus`. Paths are checked as
 // they are (FleetConfig::load already made the file's relative ones absolute).
-std::optional<std::pair<std::string, std::string>> host_problem(const FleetConfig& config, const HostDevices& host);
+std::optional<std::pair<std::string, std::string>> host_problem(const FleetConfig& config,
+                                                                const HostDevices& host);
 
 }  // namespace sy

@@ -60,24 +60,52 @@ TEST(GatewayConfigErrors, EachIsOneLineNamingTheFieldAndAnImmediateExit) {
     std::string needle;
   };
   const std::vector<Row> rows = {
-      {"missing-binary", head + "model: " + model + "\nmodes: {throughput: {replicas: 2}}\nworker: {binary: " + dir.path() + "/bin/absent}\n", {},
+      {"missing-binary",
+       head + "model: " + model + "\nmodes: {throughput: {replicas: 2}}\nworker: {binary: " +
+           dir.path() + "/bin/absent}\n",
+       {},
        "worker.binary: '" + dir.path() + "/bin/absent' does not exist"},
       // Relative to the file's folder, not to the test's working directory.
-      {"relative-missing-binary", head + "model: models/m.gguf\nmodes: {throughput: {replicas: 1}}\nworker: {binary: bin/absent}\n", {},
+      {"relative-missing-binary",
+       head + "model: models/m.gguf\nmodes: {throughput: {replicas: 1}}\nworker: {binary: "
+              "bin/absent}\n",
+       {},
        "worker.binary: '" + dir.path() + "/bin/absent' does not exist"},
-      {"binary-not-executable", head + "model: " + model + "\nmodes: {throughput: {replicas: 1}}\nworker: {binary: bin/not-executable}\n", {},
+      {"binary-not-executable",
+       head + "model: " + model +
+           "\nmodes: {throughput: {replicas: 1}}\nworker: {binary: bin/not-executable}\n",
+       {},
        "worker.binary: '" + not_executable + "' is not executable"},
-      {"missing-model", head + "model: models/absent.gguf\nmodes: {throughput: {replicas: 1}}\nworker: {binary: " + worker + "}\n", {},
+      {"missing-model",
+       head + "model: models/absent.gguf\nmodes: {throughput: {replicas: 1}}\nworker: {binary: " +
+           worker + "}\n",
+       {},
        "model: '" + dir.path() + "/models/absent.gguf' does not exist"},
       // A flag stays relative to the working directory (the test's: not where the file is).
-      {"missing-model-flag", head + "model: models/m.gguf\nmodes: {throughput: {replicas: 1}}\nworker: {binary: " + worker + "}\n",
-       {"--model", "sy-absent-model.gguf"}, "--model: 'sy-absent-model.gguf' does not exist"},
-      {"gpu-absent", head + "model: models/m.gguf\ndevices: [\"9999\"]\nmodes: {throughput: {replicas: 1}}\nworker: {binary: " + worker + "}\n", {},
+      {"missing-model-flag",
+       head + "model: models/m.gguf\nmodes: {throughput: {replicas: 1}}\nworker: {binary: " +
+           worker + "}\n",
+       {"--model", "sy-absent-model.gguf"},
+       "--model: 'sy-absent-model.gguf' does not exist"},
+      {"gpu-absent",
+       head +
+           "model: models/m.gguf\ndevices: [\"9999\"]\nmodes: {throughput: {replicas: 1}}\nworker: "
+           "{binary: " +
+           worker + "}\n",
+       {},
        "devices[0]: GPU 9999 does not exist"},
-      {"mode-wants-more-devices", head + "model: models/m.gguf\ndevices: [\"0\"]\nmodes: {throughput: {replicas: 2}}\nworker: {binary: " + worker + "}\n", {},
+      {"mode-wants-more-devices",
+       head +
+           "model: models/m.gguf\ndevices: [\"0\"]\nmodes: {throughput: {replicas: 2}}\nworker: "
+           "{binary: " +
+           worker + "}\n",
+       {},
        "modes.throughput: 2 replicas × 1 devices need 2 devices, more than the 1 listed"},
-      {"unknown-mode-flag", head + "model: models/m.gguf\nmodes: {throughput: {replicas: 1}}\nworker: {binary: " + worker + "}\n",
-       {"--mode", "latency"}, "default_mode: 'latency' is not one of the modes"},
+      {"unknown-mode-flag",
+       head + "model: models/m.gguf\nmodes: {throughput: {replicas: 1}}\nworker: {binary: " +
+           worker + "}\n",
+       {"--mode", "latency"},
+       "default_mode: 'latency' is not one of the modes"},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
@@ -101,18 +129,23 @@ TEST(GatewayConfigErrors, RelativePathsInTheFileWorkFromAnyFolder) {
   TempDir dir;
   fs::create_directories(dir.path() + "/models");
   fs::create_directories(dir.path() + "/bin");
-  fs::create_symlink(testing::fixture_path("qwen3-tiny-bf16.gguf"), dir.path() + "/models/tiny.gguf");
-  fs::create_symlink(std::string(SY_BIN_DIR) + "/switchyard-worker", dir.path() + "/bin/switchyard-worker");
-  const std::string config = dir.write("fleet/replicas.yaml",
-                                       "model: ../models/tiny.gguf\nlisten: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\n"
-                                       "modes: {throughput: {replicas: 1}}\n"
-                                       "worker: {binary: ../bin/switchyard-worker, kv_memory_gb: 0.1}\n"
-                                       "shutdown: {drain_grace_s: 1, worker_stop_grace_s: 2}\n");
-  GatewayProcess gw(kGateway, {"--config", config}, dir.path() + "/gateway.log", std::chrono::seconds(30));
+  fs::create_symlink(testing::fixture_path("qwen3-tiny-bf16.gguf"),
+                     dir.path() + "/models/tiny.gguf");
+  fs::create_symlink(std::string(SY_BIN_DIR) + "/switchyard-worker",
+                     dir.path() + "/bin/switchyard-worker");
+  const std::string config =
+      dir.write("fleet/replicas.yaml",
+                "model: ../models/tiny.gguf\nlisten: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\n"
+                "modes: {throughput: {replicas: 1}}\n"
+                "worker: {binary: ../bin/switchyard-worker, kv_memory_gb: 0.1}\n"
+                "shutdown: {drain_grace_s: 1, worker_stop_grace_s: 2}\n");
+  GatewayProcess gw(kGateway, {"--config", config}, dir.path() + "/gateway.log",
+                    std::chrono::seconds(30));
   ASSERT_NE(gw.port(), 0) << gw.log();
   // The worker spawned from the resolved path: its ready line reaches the gateway's log.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (gw.log().find("supervisor: r0 ready") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+  while (gw.log().find("supervisor: r0 ready") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_NE(gw.log().find("supervisor: r0 ready"), std::string::npos) << gw.log();
   EXPECT_EQ(gw.terminate(), 0) << gw.log();

@@ -20,27 +20,18 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return v;
 }
 
-// y[m, n] = x[m, k] · w[n, k]ᵀ; reports FLOP/s.
-void BM_MatmulNt(benchmark::State& state) {
+// y[m, n] = x[m, k] · w[n, k]ᵀ through OpenBLAS or the batch-invariant kernel
+// (kernels/cpu/invariant_gemm.h, the CPU backend's default); reports FLOP/s.
+void BM_MatmulNt(benchmark::State& state, bool invariant) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const auto x = random_floats(static_cast<size_t>(m * k), 1);
   const auto w = random_floats(static_cast<size_t>(n * k), 2);
   std::vector<float> y(static_cast<size_t>(m * n));
   for (auto _ : state) {
-    sy::cpu::matmul_nt(x.data(), w.data(), y.data(), m, n, k);
-    benchmark::DoNotOptimize(y.data());
-  }
-  state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
-}
-// The same through the batch-invariant kernel (kernels/cpu/invariant_gemm.h), the CPU
-// backend's default: its cost against OpenBLAS, shape by shape.
-void BM_MatmulNtInvariant(benchmark::State& state) {
-  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  const auto x = random_floats(static_cast<size_t>(m * k), 1);
-  const auto w = random_floats(static_cast<size_t>(n * k), 2);
-  std::vector<float> y(static_cast<size_t>(m * n));
-  for (auto _ : state) {
-    sy::cpu::matmul_nt_invariant(x.data(), w.data(), y.data(), m, n, k, false, sy::cpu::ThreadPool::global());
+    if (invariant)
+      sy::cpu::matmul_nt_invariant(x.data(), w.data(), y.data(), m, n, k, false, sy::cpu::ThreadPool::global());
+    else
+      sy::cpu::matmul_nt(x.data(), w.data(), y.data(), m, n, k);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
@@ -49,8 +40,8 @@ void BM_MatmulNtInvariant(benchmark::State& state) {
 #define SY_GEMM_SHAPES                                                                                     \
   Args({1, 4096, 1024})->Args({4, 4096, 1024})->Args({16, 4096, 1024})->Args({1, 6144, 1024})->Args({1, 1024, 3072}) \
       ->Args({256, 4096, 1024})->Args({256, 6144, 1024})->Args({256, 1024, 3072})->UseRealTime()
-BENCHMARK(BM_MatmulNt)->SY_GEMM_SHAPES;
-BENCHMARK(BM_MatmulNtInvariant)->SY_GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_MatmulNt, openblas, false)->SY_GEMM_SHAPES;
+BENCHMARK_CAPTURE(BM_MatmulNt, invariant, true)->SY_GEMM_SHAPES;
 
 // One decode query per head over `ctx` cached tokens (16 query heads, 8 KV heads, d=128).
 void BM_PagedDecodeAttention(benchmark::State& state) {

@@ -10,7 +10,6 @@
 #include "fixture_model_test.h"
 #include "invariance_checks.h"
 #include "kernels/cuda_test_util.h"
-#include "policy/block_hash.h"
 #include "resume_checks.h"
 
 namespace sy {
@@ -41,53 +40,21 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaInvariance, ::testing::ValuesIn(testing::
                          testing::fixture_param_name);
 
 std::unique_ptr<Engine> make_cuda_engine(int32_t max_num_seqs, int32_t prefill_chunk) {
-  auto src = ModelSource::open(testing::fixture_path("qwen3-tiny-bf16.gguf"));
-  std::shared_ptr<const Tokenizer> tok = Tokenizer::from_model(*src);
   BackendOptions bo;
-  bo.num_kv_blocks = 1024;
-  bo.max_num_seqs = max_num_seqs;
-  bo.max_step_tokens = prefill_chunk + max_num_seqs;
-  bo.deterministic = true;
-  EngineOptions eo;
-  eo.max_num_seqs = max_num_seqs;
-  eo.prefill_chunk = prefill_chunk;
-  eo.model_fingerprint = policy::model_fingerprint("cuda-determinism-test qwen3-tiny");
-  auto e = std::make_unique<Engine>(create_backend("cuda", *src, ModelConfig::from_source(*src), bo), tok, eo);
-  e->start();
-  return e;
-}
-
-EngineRequest request(const std::string& id, size_t prompt_len, uint32_t seed, int32_t max_tokens) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, 151000);
-  EngineRequest r;
-  r.id = id;
-  r.prompt_ids.resize(prompt_len);
-  for (auto& t : r.prompt_ids) t = d(rng);
-  r.sampling.max_tokens = max_tokens;
-  r.sampling.ignore_eos = true;
-  return r;
+  bo.deterministic = true;  // off by default on cuda
+  return testing::make_fixture_engine("cuda", bo, max_num_seqs, prefill_chunk);
 }
 
 TEST(CudaFailover, ResumeFromAnyTokenIsExactForEverySamplerKnob) {
   SY_SKIP_WITHOUT_CUDA();
   auto engine = make_cuda_engine(16, 16);
-  for (const auto& knob : testing::sampler_knobs()) {
-    EngineRequest r = request("knob-" + knob.name, 30, 5, 40);
-    knob.set(r.sampling);
-    testing::expect_resume_exact(*engine, r, {1, 7, 23, 39}, knob.name);
-  }
+  testing::expect_resume_exact_for_every_knob(*engine);
 }
 
 TEST(CudaFailover, SeededRequestIsTheSameAloneAndInAFullBatch) {
   SY_SKIP_WITHOUT_CUDA();
   auto engine = make_cuda_engine(16, 32);
-  for (const std::string name : {"temperature", "all_filters", "greedy"}) {
-    EngineRequest r = request("batch-" + name, 90, 21, 48);
-    for (const auto& knob : testing::sampler_knobs())
-      if (knob.name == name) knob.set(r.sampling);
-    testing::expect_batch_invariant(*engine, r, 15, 99, name);
-  }
+  testing::expect_batch_invariant_for_some_knobs(*engine);
 }
 
 }  // namespace

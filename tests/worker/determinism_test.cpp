@@ -9,7 +9,6 @@
 
 #include "fixture_model_test.h"
 #include "invariance_checks.h"
-#include "policy/block_hash.h"
 #include "resume_checks.h"
 
 namespace sy {
@@ -35,45 +34,19 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CpuInvariance, ::testing::ValuesIn(testing::a
                          testing::fixture_param_name);
 
 std::unique_ptr<Engine> make_engine(int32_t max_num_seqs, int32_t prefill_chunk) {
-  auto src = ModelSource::open(testing::fixture_path("qwen3-tiny-bf16.gguf"));
-  std::shared_ptr<const Tokenizer> tok = Tokenizer::from_model(*src);
-  BackendOptions bo;
-  bo.num_kv_blocks = 1024;
-  EngineOptions eo;
-  eo.max_num_seqs = max_num_seqs;
-  eo.prefill_chunk = prefill_chunk;
-  eo.model_fingerprint = policy::model_fingerprint("determinism-test qwen3-tiny");
-  auto e = std::make_unique<Engine>(create_backend("cpu", *src, ModelConfig::from_source(*src), bo), tok, eo);
-  e->start();
-  return e;
-}
-
-EngineRequest request(const std::string& id, size_t prompt_len, uint32_t seed, int32_t max_tokens) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, 151000);
-  EngineRequest r;
-  r.id = id;
-  r.prompt_ids.resize(prompt_len);
-  for (auto& t : r.prompt_ids) t = d(rng);
-  r.sampling.max_tokens = max_tokens;
-  r.sampling.ignore_eos = true;
-  return r;
+  return testing::make_fixture_engine("cpu", BackendOptions{}, max_num_seqs, prefill_chunk);
 }
 
 TEST(CpuFailover, ResumeFromAnyTokenIsExactForEverySamplerKnob) {
   auto engine = make_engine(16, 16);  // resumed prompts prefill in several chunks
-  for (const auto& knob : testing::sampler_knobs()) {
-    EngineRequest r = request("knob-" + knob.name, 30, 5, 40);
-    knob.set(r.sampling);
-    testing::expect_resume_exact(*engine, r, {1, 7, 23, 39}, knob.name);
-  }
+  testing::expect_resume_exact_for_every_knob(*engine);
 }
 
 // The first replica held back the text that may begin a stop string; the continuation
 // must send it (or end before it) exactly as the first replica would have.
 TEST(CpuFailover, ResumeOwesTheTextHeldBackForAStopString) {
   auto engine = make_engine(16, 16);
-  EngineRequest free_run = request("stop-probe", 20, 9, 40);
+  EngineRequest free_run = testing::random_request("stop-probe", 20, 9, 40);
   free_run.sampling.temperature = 0.8f;
   free_run.sampling.seed = 11;
   const auto probe = testing::run_request(*engine, free_run);
@@ -104,12 +77,7 @@ TEST(CpuFailover, ResumeOwesTheTextHeldBackForAStopString) {
 
 TEST(CpuFailover, SeededRequestIsTheSameAloneAndInAFullBatch) {
   auto engine = make_engine(16, 32);
-  for (const std::string name : {"temperature", "all_filters", "greedy"}) {
-    EngineRequest r = request("batch-" + name, 90, 21, 48);
-    for (const auto& knob : testing::sampler_knobs())
-      if (knob.name == name) knob.set(r.sampling);
-    testing::expect_batch_invariant(*engine, r, 15, 99, name);
-  }
+  testing::expect_batch_invariant_for_some_knobs(*engine);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine_test_util.h"
+#include "policy/block_hash.h"
 #include "worker/engine/engine.h"
 
 namespace sy::testing {
@@ -54,6 +55,37 @@ inline std::vector<SamplerKnob> sampler_knobs() {
          p.logprobs = 2;
        })},
   };
+}
+
+// The qwen3-tiny fixture's engine on `device` ("cpu" | "cuda") with `bo` (its KV size
+// and decode graphs set here), started.
+inline std::unique_ptr<Engine> make_fixture_engine(const std::string& device, BackendOptions bo, int32_t max_num_seqs,
+                                                   int32_t prefill_chunk) {
+  auto src = ModelSource::open(fixture_path("qwen3-tiny-bf16.gguf"));
+  std::shared_ptr<const Tokenizer> tok = Tokenizer::from_model(*src);
+  bo.num_kv_blocks = 1024;
+  bo.max_num_seqs = max_num_seqs;
+  bo.max_step_tokens = prefill_chunk + max_num_seqs;
+  EngineOptions eo;
+  eo.max_num_seqs = max_num_seqs;
+  eo.prefill_chunk = prefill_chunk;
+  eo.model_fingerprint = policy::model_fingerprint("resume-checks qwen3-tiny " + device);
+  auto e = std::make_unique<Engine>(create_backend(device, *src, ModelConfig::from_source(*src), bo), tok, eo);
+  e->start();
+  return e;
+}
+
+// A request of `prompt_len` random ids (a fixed seed), `max_tokens` tokens, no EOS stop.
+inline EngineRequest random_request(const std::string& id, size_t prompt_len, uint32_t seed, int32_t max_tokens) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, 151000);
+  EngineRequest r;
+  r.id = id;
+  r.prompt_ids.resize(prompt_len);
+  for (auto& t : r.prompt_ids) t = d(rng);
+  r.sampling.max_tokens = max_tokens;
+  r.sampling.ignore_eos = true;
+  return r;
 }
 
 inline std::shared_ptr<CollectingSink> run_request(Engine& e, EngineRequest r) {
@@ -145,6 +177,25 @@ inline void expect_batch_invariant(Engine& e, const EngineRequest& req, int othe
   const auto in_batch = sinks[static_cast<size_t>(others / 2) + 1];
   expect_same_events(in_batch->events(), alone->events(), 0, label + ", in a full batch");
   EXPECT_EQ(in_batch->text(), alone->text()) << label;
+}
+
+// Every knob of sampler_knobs() resumed after 1, 7, 23 and 39 of 40 tokens.
+inline void expect_resume_exact_for_every_knob(Engine& e) {
+  for (const auto& knob : sampler_knobs()) {
+    EngineRequest r = random_request("knob-" + knob.name, 30, 5, 40);
+    knob.set(r.sampling);
+    expect_resume_exact(e, r, {1, 7, 23, 39}, knob.name);
+  }
+}
+
+// A seeded (and a greedy) request alone and among 15 others.
+inline void expect_batch_invariant_for_some_knobs(Engine& e) {
+  for (const std::string name : {"temperature", "all_filters", "greedy"}) {
+    EngineRequest r = random_request("batch-" + name, 90, 21, 48);
+    for (const auto& knob : sampler_knobs())
+      if (knob.name == name) knob.set(r.sampling);
+    expect_batch_invariant(e, r, 15, 99, name);
+  }
 }
 
 }  // namespace sy::testing

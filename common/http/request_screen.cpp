@@ -11,6 +11,9 @@ HeaderBlock scan_header_block(std::string_view bytes) {
   for (size_t at = block.find("\r\n"); at != std::string_view::npos; at = block.find("\r\n", at + 2)) {
     if (at + 2 < block.size() && (block[at + 2] == ' ' || block[at + 2] == '\t')) return HeaderBlock::kFolded;
   }
+  // A line ending in a bare LF: the parser refuses it (400) at once, no need to wait.
+  for (size_t lf = block.find('\n'); lf != std::string_view::npos; lf = block.find('\n', lf + 1))
+    if (lf == 0 || block[lf - 1] != '\r') return HeaderBlock::kComplete;
   if (end == std::string_view::npos) {
     // A fold may be split across reads: "\r\n" now, the space with the next bytes.
     return HeaderBlock::kIncomplete;

@@ -12,7 +12,8 @@ namespace sy::http {
 
 enum class HeaderBlock {
   kIncomplete,  // no blank line yet: read more
-  kComplete,    // the request line and fields end with a blank line, none folded
+  kComplete,    // the request line and fields end with a blank line, none folded (or
+                // a bare LF ends a line: the parser's to refuse)
   kFolded,      // a field line continues on the next line (obs-fold): 400
 };
 

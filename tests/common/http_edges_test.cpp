@@ -46,6 +46,15 @@ TEST(HttpEdges, FoldedHeaderLineGets400) {
   EXPECT_EQ(ok.read().body(), "hello");
 }
 
+TEST(HttpEdges, BareLineFeedsAreRefusedAtOnce) {
+  // The header block is read whole before parsing; a bare LF still gets the parser's
+  // 400 at once rather than a wait for a CRLF CRLF that never comes.
+  TestServer s({}, hello_router());
+  Client c(s.port());
+  c.send("GET /hello HTTP/1.1\nHost: t\n\n");
+  EXPECT_EQ(c.read().result(), Status::bad_request);
+}
+
 TEST(HttpEdges, UnimplementedTransferCodingGets501) {
   TestServer s({}, hello_router());
   for (const char* te : {"gzip, chunked", "chunked, gzip", "deflate", "identity"}) {
@@ -139,6 +148,7 @@ TEST(HttpEdges, HeaderBlockScan) {
   EXPECT_EQ(scan_header_block("GET / HTTP/1.1\r\nHost: t\r\n\r\n body is not headers"), HeaderBlock::kComplete);
   EXPECT_EQ(scan_header_block("GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n"), HeaderBlock::kFolded);
   EXPECT_EQ(scan_header_block("GET / HTTP/1.1\r\nA: b\r\n\tc"), HeaderBlock::kFolded);
+  EXPECT_EQ(scan_header_block("GET / HTTP/1.1\nHost: t\n"), HeaderBlock::kComplete);
 }
 
 }  // namespace

@@ -316,6 +316,11 @@ TEST(GatewayMetrics, GatewayAndWorkerPassPromtool) {
   EXPECT_NE(gm.find("# TYPE switchyard_gateway_hedges_total counter"), std::string::npos) << gm;
   EXPECT_EQ(promtool_problems(gm, "metrics_gateway"), "") << gm;
   EXPECT_EQ(promtool_problems(wm, "metrics_worker"), "") << wm;
+  // The gateway reads the renamed capacity gauge from the worker's text (every 2 s).
+  int64_t kv_total = 0;
+  for (auto until = Clock::now() + 10s; Clock::now() < until && kv_total == 0; std::this_thread::sleep_for(100ms))
+    kv_total = gw.status("")["replicas"][0]["kv"]["blocks_total"].get<int64_t>();
+  EXPECT_EQ(kv_total, static_cast<int64_t>(metric(wm, "switchyard_worker_kv_blocks_capacity")));
 }
 
 // Issue 16 item 6 at the gateway: /v1/models needs a key when keys are set, the Bearer

@@ -48,6 +48,7 @@ void ThreadPool::worker_loop() {
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {
   if (n <= 0) return;
+  const std::lock_guard<std::mutex> turn(call_mu_);
   if (n == 1 || workers_.empty()) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;

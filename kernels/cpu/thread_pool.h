@@ -22,7 +22,9 @@ class ThreadPool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls fn(i) for every i in [0, n), spread over the pool and the calling thread;
-  // returns when all calls have returned. Not reentrant.
+  // returns when all calls have returned. Callers on several threads (two engines in one
+  // process, a tensor-parallel rank and a loader) take turns: one call runs at a time.
+  // Not reentrant: fn must not call parallel_for on the same pool.
   void parallel_for(int64_t n, const std::function<void(int64_t)>& fn);
 
   // The process-wide pool, sized to the hardware threads (or SWITCHYARD_THREADS).
@@ -33,6 +35,7 @@ class ThreadPool {
   void run_chunks();
 
   std::vector<std::thread> workers_;
+  std::mutex call_mu_;  // held by the caller for a whole parallel_for
   std::mutex mu_;
   std::condition_variable wake_;
   std::condition_variable done_;

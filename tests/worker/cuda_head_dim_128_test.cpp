@@ -14,7 +14,7 @@
 #include "kernels/cuda_test_util.h"
 #include "worker/backend/backend.h"
 #include "worker/engine/generator.h"
-#include "worker/model/make_model.h"
+#include "tiny128_model.h"
 
 namespace sy {
 namespace {
@@ -23,13 +23,7 @@ using testing::relative_error;
 
 TEST(CudaHeadDim128, PrefillLogitsMatchTheCpuBackend) {
   SY_SKIP_WITHOUT_CUDA();
-  MakeModelOptions make;
-  make.arch = "llama";
-  make.preset = "tiny128";
-  make.tokenizer_from = testing::fixture_path("llama3-tiny-bf16.gguf");
-  make.out = ::testing::TempDir() + "sy_tiny128.gguf";
-  make_model(make);
-  auto src = ModelSource::open(make.out);
+  auto src = ModelSource::open(testing::make_tiny128_model("sy_tiny128.gguf"));
   const ModelConfig config = ModelConfig::from_source(*src);
   ASSERT_EQ(config.head_dim, 128);
   auto open = [&](const std::string& device, int32_t attention_kernel) {

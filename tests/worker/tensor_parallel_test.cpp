@@ -17,7 +17,7 @@
 #include "worker/engine/engine.h"
 #include "worker/backend/group_backend.h"
 #include "worker/engine/generator.h"
-#include "worker/model/make_model.h"
+#include "tiny128_model.h"
 
 namespace sy {
 namespace {
@@ -88,13 +88,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CpuTensorParallel, ::testing::ValuesIn(testin
 // Four query heads over two KV heads: tp 2 splits the KV heads, tp 4 replicates each on
 // two ranks; head_dim 128 and qwen2's QKV bias.
 TEST(CpuTensorParallelShapes, Tiny128AndQwen2AtTp2And4) {
-  MakeModelOptions make;
-  make.arch = "llama";
-  make.preset = "tiny128";
-  make.tokenizer_from = testing::fixture_path("llama3-tiny-bf16.gguf");
-  make.out = ::testing::TempDir() + "sy_tp_tiny128.gguf";
-  make_model(make);
-  for (const std::string path : {make.out, testing::fixture_path("qwen2-tiny-bf16.gguf")}) {
+  for (const std::string path : {testing::make_tiny128_model("sy_tp_tiny128.gguf"), testing::fixture_path("qwen2-tiny-bf16.gguf")}) {
     auto src = ModelSource::open(path);
     const int32_t vocab = ModelConfig::from_source(*src).vocab;
     const std::vector<std::vector<int32_t>> prompts = {some_ids(1, vocab, 3), some_ids(37, vocab, 11), some_ids(70, vocab, 5)};

@@ -373,6 +373,9 @@ TEST(Engine, AFailedDeviceStepEndsEveryRequestWithAnErrorAndStopsTheEngine) {
     EXPECT_NE(f.error.find("illegal memory access"), std::string::npos) << f.error;
     EXPECT_LT(s->ids().size(), 200u);
   }
+  // The handler runs on the engine thread after the requests have finished and the
+  // gauges are updated.
+  for (int i = 0; i < 5000 && fatal_calls.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(fatal_calls.load(), 1);
   EXPECT_FALSE(engine->ready());
   EXPECT_NE(engine->failure().find("illegal memory access"), std::string::npos);

@@ -94,10 +94,12 @@ void Gateway::load_model() {
   fingerprint_ = policy::model_fingerprint(model_identity_description(config_.model));
 }
 
-bool Gateway::authorized_user(const http::Exchange& ex, std::string& key) const {
+bool Gateway::admit_user(http::Exchange& ex, std::string& key) const {
   key = bearer_token(ex);
-  if (config_.api_keys.empty()) return true;
-  return std::find(config_.api_keys.begin(), config_.api_keys.end(), key) != config_.api_keys.end();
+  if (config_.api_keys.empty() || std::find(config_.api_keys.begin(), config_.api_keys.end(), key) != config_.api_keys.end())
+    return true;
+  ex.respond_error(ApiError{401, "authentication_error", "a valid API key is required", "", "invalid_api_key"});
+  return false;
 }
 
 bool Gateway::authorized_admin(const http::Exchange& ex) const {
@@ -138,14 +140,14 @@ void Gateway::add_admin_routes(http::Router& r) {
 
 void Gateway::handle_models(std::shared_ptr<http::Exchange> ex) {
   std::string key;
-  if (!authorized_user(*ex, key)) return ex->respond_error(ApiError{401, "authentication_error", "a valid API key is required", "", "invalid_api_key"});
+  if (!admit_user(*ex, key)) return;
   ex->respond_json(http::Status::ok, models_list_json({config_.served_model_name}, unix_seconds(), limits_.context_length));
 }
 
 // GET /v1/models/{id}: the model object of the list, or 404 model_not_found.
 void Gateway::handle_model(std::shared_ptr<http::Exchange> ex) {
   std::string key;
-  if (!authorized_user(*ex, key)) return ex->respond_error(ApiError{401, "authentication_error", "a valid API key is required", "", "invalid_api_key"});
+  if (!admit_user(*ex, key)) return;
   const std::string id = http::percent_decode(ex->path().substr(std::string_view("/v1/models/").size()));
   if (id != config_.served_model_name) return ex->respond_error(ApiError::model_not_found(id));
   const auto list = nlohmann::json::parse(models_list_json({config_.served_model_name}, unix_seconds(), limits_.context_length));
@@ -154,7 +156,7 @@ void Gateway::handle_model(std::shared_ptr<http::Exchange> ex) {
 
 void Gateway::handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex) {
   std::string key;
-  if (!authorized_user(*ex, key)) return ex->respond_error(ApiError{401, "authentication_error", "a valid API key is required", "", "invalid_api_key"});
+  if (!admit_user(*ex, key)) return;
   if (!key_limits_->admit(key, *ex)) return;  // 429 with Retry-After
   if (shutting_down_) return ex->respond_error(ApiError::unavailable("the gateway is shutting down", "shutting_down"));
   OpenAiRequest req;

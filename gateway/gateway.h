@@ -43,7 +43,9 @@ class Gateway {
   void load_model();
   void add_front_routes(http::Router& r);
   void add_admin_routes(http::Router& r);
-  bool authorized_user(const http::Exchange& ex, std::string& key) const;
+  // The request's API key into `key`; where keys are configured and it is not one of
+  // them, answers 401 and returns false (the API routes and /v1/models share this).
+  bool admit_user(http::Exchange& ex, std::string& key) const;
   bool authorized_admin(const http::Exchange& ex) const;
 
   void handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex);

@@ -53,6 +53,8 @@ std::optional<bool> read_numerics(const Args& a) {
   return v == "deterministic";
 }
 
+int32_t read_tp(const Args& a) { return int_in(a, "tp", 1, 1, 64); }
+
 std::set<std::string> serve_flag_names() {
   std::set<std::string> names = {"model",        "host",          "port",       "boot-id",           "max-num-seqs", "kv-blocks",
                                  "kv-memory-gb", "prefill-chunk", "block-size", "served-model-name", "http-threads", "numerics", "tp"};
@@ -85,7 +87,7 @@ ServeFlags read_serve_flags(const Args& a) {
   f.served_model_name = a.get_or("served-model-name", default_model_name(f.model));
   f.limits = read_limits(a);
   f.deterministic = read_numerics(a);
-  f.tp = int_in(a, "tp", 1, 1, 64);
+  f.tp = read_tp(a);
   return f;
 }
 

@@ -42,6 +42,9 @@ std::set<std::string> serve_flag_names();
 // backend's choice); throws UsageError for another value. The offline commands
 // (generate, eval) take it too.
 std::optional<bool> read_numerics(const Args& a);
+// --tp: tensor-parallel ranks, 1..64 (default 1); throws UsageError outside. The offline
+// commands take it too.
+int32_t read_tp(const Args& a);
 
 // Reads and checks them; throws UsageError naming the flag.
 ServeFlags read_serve_flags(const Args& a);

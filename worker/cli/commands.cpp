@@ -28,8 +28,7 @@ std::unique_ptr<Backend> open_backend(const ModelSource& src, const Args& a, int
   opt.num_kv_blocks = static_cast<int32_t>(a.get_int("kv-blocks", blocks_for(std::max<int64_t>(tokens, 1), opt.block_size)));
   if (opt.num_kv_blocks <= 0) throw UsageError("--kv-blocks must be positive");
   opt.deterministic = read_numerics(a);
-  opt.tp = static_cast<int32_t>(a.get_int("tp", 1));
-  if (opt.tp < 1 || opt.tp > 64) throw UsageError("--tp must be in 1..64");
+  opt.tp = read_tp(a);
   return create_backend(a.get_or("device", "cpu"), src, config, opt);
 }
 

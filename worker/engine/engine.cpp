@@ -198,14 +198,15 @@ void Engine::stop() {
 }
 
 void Engine::submit(EngineRequest request) {
+  std::string refused;  // the device failure that stopped the engine, if one did
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
-    if (failure_.empty()) {
+    if (failure_.empty())
       submitted_.push_back(std::move(request));
-      request.sink.reset();
-    }
+    else
+      refused = failure_;
   }
-  if (request.sink) impl_->fail(request, "the engine stopped after a device failure: " + failure());
+  if (!refused.empty()) return impl_->fail(request, "the engine stopped after a device failure: " + refused);
   inbox_cv_.notify_all();
 }
 

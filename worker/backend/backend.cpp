@@ -39,12 +39,10 @@ std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSour
                                         const ModelConfig& config, const BackendOptions& options) {
   if (options.tp < 1 || options.tp > 64) throw std::invalid_argument("tp must be in 1..64");
   if (name == "cpu") return options.tp > 1 ? create_cpu_group(src, config, options) : std::make_unique<CpuBackend>(src, config, options);
-#ifdef SY_HAVE_CUDA
-  if (options.tp > 1 && cuda_device_index(name) >= 0)
-    throw std::invalid_argument("tensor parallelism on cuda devices is not built yet (cpu ranks only: --device cpu --tp N)");
-#endif
   const int device = cuda_device_index(name);
 #ifdef SY_HAVE_CUDA
+  if (device >= 0 && options.tp > 1)
+    throw std::invalid_argument("tensor parallelism on cuda devices is not built yet (cpu ranks only: --device cpu --tp N)");
   if (device >= 0) return std::make_unique<CudaBackend>(src, config, options, device);
   throw std::runtime_error("unknown backend '" + name + "' (built: cpu, cuda, cuda:N)");
 #else

@@ -4,11 +4,16 @@
 // [DONE] after a truncation). The worker feeds it from its engine, the gateway from a
 // worker's /internal/generate stream, so both produce the same bytes.
 //
+// A chat response whose header carries an active ChatOutputSpec reads the text through a
+// ChatOutputParser: reasoning_content, content and tool_calls, streamed as OpenAI sends
+// them; a clean stop with calls finishes as "tool_calls".
+//
 // Not thread-safe: call it on the exchange's strand.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,6 +23,7 @@
 #include "common/protocol/internal_api.h"
 #include "common/protocol/openai.h"
 #include "common/tokenizer/tokenizer.h"
+#include "common/tool_calls/chat_output_parser.h"
 
 namespace sy::http {
 
@@ -43,7 +49,8 @@ class OpenAiResponder {
   // tokens() or finish() if not before.
   void begin();
   void tokens(const std::vector<ResponderToken>& tokens);
-  // A clean end: finish_reason "stop" or "length", the text held back until the end.
+  // A clean end: finish_reason "stop" or "length", the text held back until the end
+  // ("stop" becomes "tool_calls" when the message has calls).
   void finish(std::string_view finish_reason, std::string_view text, const Usage& usage);
   // The response ends with an error (whatever was streamed stays streamed).
   void fail(const ApiError& error);
@@ -55,6 +62,8 @@ class OpenAiResponder {
 
  private:
   TokenLogprob to_logprob(const ResponderToken& t);
+  // Parsed chat: one chunk per event, the logprobs on the first (or on an empty delta).
+  void write_events(const std::vector<ChatEvent>& events, std::vector<TokenLogprob>* lps);
 
   std::shared_ptr<Exchange> ex_;
   const ResponseHeader header_;
@@ -66,6 +75,8 @@ class OpenAiResponder {
   int32_t offset_ = 0;  // bytes of text so far (completions' text_offset)
   std::string text_;    // the whole text so far
   std::vector<TokenLogprob> all_logprobs_;  // non-streaming
+  std::optional<ChatOutputParser> parser_;  // chat with an active output spec
+  ChatMessage message_;                     // non-streaming, parsed
 };
 
 }  // namespace sy::http

@@ -18,10 +18,18 @@
 #include "common/protocol/api_error.h"
 #include "common/protocol/json_fields.h"
 #include "common/protocol/sampling_params.h"
+#include "common/tool_calls/chat_output.h"
 
 namespace sy {
 
 enum class ApiKind { kCompletion, kChatCompletion };
+
+// `tool_choice`: "auto" (the default), "none", "required", or one named function.
+struct ToolChoice {
+  enum class Mode : uint8_t { kAuto, kNone, kRequired, kNamed };
+  Mode mode = Mode::kAuto;
+  std::string name;  // kNamed
+};
 
 struct OpenAiRequest {
   ApiKind kind = ApiKind::kCompletion;
@@ -32,11 +40,15 @@ struct OpenAiRequest {
   std::vector<int32_t> prompt_ids;
   bool prompt_is_ids = false;
 
-  // /v1/chat/completions: messages with every content a string (text parts joined by
-  // "\n") or null; template variables (chat_template_kwargs, plus `tools`).
+  // /v1/chat/completions: messages as the chat template takes them (content a string,
+  // text parts joined by "\n"; tool-call arguments objects; see chat_tools.h); template
+  // variables (chat_template_kwargs, plus `tools` unless tool_choice is "none").
   Json messages = Json::array();
   Json template_kwargs = Json::object();
   bool add_generation_prompt = true;
+  Json tools = Json::array();  // validated function tools, as given
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
 
   SamplingParams sampling;            // max_tokens is set by check_prompt()
   std::optional<int32_t> max_tokens;  // as the client gave it
@@ -104,6 +116,7 @@ struct ResponseHeader {
   std::string id;  // "cmpl-..." / "chatcmpl-..."
   std::string model;
   int64_t created = 0;  // unix seconds
+  ChatOutputSpec output;  // chat: how the generated text is read (reasoning, tool calls)
 };
 
 // The whole non-streaming response body. `logprobs` null: none requested.
@@ -119,6 +132,18 @@ std::string delta_chunk(const ResponseHeader& h, std::string_view text,
                         const std::vector<TokenLogprob>* logprobs, std::string_view finish_reason,
                         bool include_usage);
 std::string usage_chunk(const ResponseHeader& h, const Usage& usage);
+
+// Chat with a ChatOutputSpec: the message as parsed (content null when empty and there
+// are calls; reasoning_content and tool_calls when present), and a stream chunk carrying
+// one parsed event (null: an empty delta) as OpenAI sends them: reasoning_content or
+// content text; a call's index, id, type, name and "" arguments first, then
+// {"index", "function": {"arguments": fragment}}.
+std::string chat_message_response(const ResponseHeader& h, const ChatMessage& message,
+                                  std::string_view finish_reason,
+                                  const std::vector<TokenLogprob>* logprobs, const Usage& usage);
+std::string chat_event_chunk(const ResponseHeader& h, const ChatEvent* event,
+                             const std::vector<TokenLogprob>* logprobs,
+                             std::string_view finish_reason, bool include_usage);
 
 inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 // "data: <json>\n\n"

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/protocol/chat_tools.h"
 #include "common/protocol/openai.h"
 
 namespace sy {
@@ -324,13 +325,9 @@ std::optional<ApiError> parse_chat_request(std::string_view body, OpenAiRequest&
     else
       out.template_kwargs = *kw;
   }
-  if (const Json* tools = r.find("tools"); tools && r.ok()) {
-    if (!tools->is_array())
-      r.fail("'tools' must be an array", "tools");
-    else if (!tools->empty())
-      out.template_kwargs["tools"] = *tools;
-  }
-  return finish(r, out);
+  if (auto e = finish(r, out)) return e;
+  if (auto e = read_tool_fields(j, out)) return e;
+  return prepare_tool_messages(out.messages);
 }
 
 std::optional<ApiError> check_prompt(const std::vector<int32_t>& prompt_ids,

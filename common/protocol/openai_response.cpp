@@ -153,6 +153,67 @@ std::string delta_chunk(const ResponseHeader& h, std::string_view text,
   return sse_data(dump_json(j));
 }
 
+std::string chat_message_response(const ResponseHeader& h, const ChatMessage& message,
+                                  std::string_view finish_reason,
+                                  const std::vector<TokenLogprob>* logprobs, const Usage& usage) {
+  Json m{{"role", "assistant"}};
+  const bool calls = !message.tool_calls.empty();
+  m["content"] = calls && message.content.empty() ? Json(nullptr) : Json(message.content);
+  if (!message.reasoning.empty()) m["reasoning_content"] = message.reasoning;
+  if (calls) {
+    Json list = Json::array();
+    for (const ToolCall& c : message.tool_calls)
+      list.push_back({{"id", c.id},
+                      {"type", "function"},
+                      {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    m["tool_calls"] = std::move(list);
+  }
+  Json j = envelope(h, false);
+  Json choice;
+  choice["index"] = 0;
+  choice["message"] = std::move(m);
+  choice["logprobs"] = logprobs_json(h.kind, logprobs);
+  choice["finish_reason"] = reason_json(finish_reason);
+  j["choices"] = Json::array({std::move(choice)});
+  j["usage"] = usage_json(usage);
+  return dump_json(j);
+}
+
+std::string chat_event_chunk(const ResponseHeader& h, const ChatEvent* event,
+                             const std::vector<TokenLogprob>* logprobs,
+                             std::string_view finish_reason, bool include_usage) {
+  Json delta = Json::object();
+  if (event) {
+    switch (event->kind) {
+      case ChatEvent::Kind::kReasoning:
+        delta["reasoning_content"] = event->text;
+        break;
+      case ChatEvent::Kind::kContent:
+        delta["content"] = event->text;
+        break;
+      case ChatEvent::Kind::kToolCallStart:
+        delta["tool_calls"] = Json::array({{{"index", event->index},
+                                            {"id", event->id},
+                                            {"type", "function"},
+                                            {"function", {{"name", event->text}, {"arguments", ""}}}}});
+        break;
+      case ChatEvent::Kind::kToolCallArguments:
+        delta["tool_calls"] = Json::array(
+            {{{"index", event->index}, {"function", {{"arguments", event->text}}}}});
+        break;
+    }
+  }
+  Json j = envelope(h, true);
+  Json choice;
+  choice["index"] = 0;
+  choice["delta"] = std::move(delta);
+  choice["logprobs"] = logprobs_json(h.kind, logprobs);
+  choice["finish_reason"] = reason_json(finish_reason);
+  j["choices"] = Json::array({std::move(choice)});
+  if (include_usage) j["usage"] = nullptr;
+  return sse_data(dump_json(j));
+}
+
 std::string usage_chunk(const ResponseHeader& h, const Usage& usage) {
   Json j = envelope(h, true);
   j["choices"] = Json::array();

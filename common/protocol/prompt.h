@@ -16,8 +16,16 @@
 namespace sy {
 
 // `chat_template` may be null (a model without one): chat requests are then refused.
+// Chat: `output`, when given, receives how the generated text is to be read (the
+// template's tool-call format when tools are offered, reasoning unless enable_thinking
+// is false, whether the prompt ends inside <think>). Tools offered to a template that
+// does not render them are a 400: the model would never see them.
 std::optional<ApiError> prompt_ids_for(const OpenAiRequest& req, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
-                                       std::vector<int32_t>& ids);
+                                       std::vector<int32_t>& ids, ChatOutputSpec* output = nullptr);
+
+// A server's default chat_template_kwargs (an object) under the request's own: keys the
+// request sets win.
+void apply_default_template_kwargs(const Json& defaults, OpenAiRequest& req);
 
 // The body's `priority` wins over the header; neither: standard.
 std::optional<ApiError> request_priority(const OpenAiRequest& req, std::optional<std::string_view> x_priority_header, int32_t& out);

@@ -252,20 +252,21 @@ TEST(OpenAiParse, ChatMessagesAreNormalizedInOrder) {
                       {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
                       {"role":"tool","content":"42","tool_call_id":"c1"}],
           "max_tokens":5,"max_completion_tokens":9,"logprobs":true,"top_logprobs":2,
-          "chat_template_kwargs":{"enable_thinking":false,"zeta":1,"alpha":2},"tools":[{"type":"function"}],
+          "chat_template_kwargs":{"enable_thinking":false,"zeta":1,"alpha":2},"tools":[{"type":"function","function":{"name":"f"}}],
           "priority":-3})",
       r));
   EXPECT_EQ(r.kind, ApiKind::kChatCompletion);
   ASSERT_EQ(r.messages.size(), 4u);
   EXPECT_EQ(r.messages[1]["content"], "one\ntwo");
   EXPECT_EQ(r.messages[1]["name"], "ann");
-  EXPECT_TRUE(r.messages[2]["content"].is_null());
+  EXPECT_EQ(r.messages[2]["content"], "");  // templates test `'</think>' in content`
+  EXPECT_TRUE(r.messages[2]["tool_calls"][0]["function"]["arguments"].is_object());
   EXPECT_EQ(r.messages[3]["tool_call_id"], "c1");
   EXPECT_EQ(r.max_tokens, 9);  // max_completion_tokens wins
   EXPECT_TRUE(r.logprobs);
   EXPECT_EQ(r.sampling.logprobs, 2);
   EXPECT_EQ(r.template_kwargs.dump(),
-            R"({"enable_thinking":false,"zeta":1,"alpha":2,"tools":[{"type":"function"}]})");
+            R"({"enable_thinking":false,"zeta":1,"alpha":2,"tools":[{"type":"function","function":{"name":"f"}}]})");
   EXPECT_EQ(r.priority, -3);
   EXPECT_TRUE(r.add_generation_prompt);
 }

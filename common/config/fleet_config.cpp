@@ -240,11 +240,11 @@ void FleetConfig::validate(const std::string& label) const {
     if (m.replicas < 1 || m.replicas > 64) fail("modes." + name + ".replicas", "must be 1 to 64");
     if (m.tp < 1 || m.tp > 64) fail("modes." + name + ".tp", "must be 1 to 64");
     if (m.devices_per_replica < 1) fail("modes." + name + ".devices_per_replica", "must be at least 1");
-    if (m.pcp != 1) fail("modes." + name + ".pcp", "prefill context parallelism is not built yet: pcp must be 1");
+    if (m.pcp < 1 || m.pcp > 64) fail("modes." + name + ".pcp", "must be 1 to 64");
+    if (!cpu && m.pcp > 1)
+      fail("modes." + name + ".pcp", "context parallelism over GPUs is not built yet; pcp > 1 runs CPU ranks (devices: [cpu])");
     if (!cpu && m.devices_per_replica != m.tp * m.pcp)
       fail("modes." + name + ".devices_per_replica", "must equal tp × pcp (" + std::to_string(m.tp * m.pcp) + ")");
-    if (!cpu && m.tp > 1)
-      fail("modes." + name + ".tp", "tensor parallelism over GPUs is not built yet; tp > 1 runs CPU ranks (devices: [cpu])");
     if (!cpu && m.replicas * m.devices_per_replica > static_cast<int32_t>(devices.size()))
       fail("modes." + name, std::to_string(m.replicas) + " replicas × " + std::to_string(m.devices_per_replica) + " devices need " +
                                 std::to_string(m.replicas * m.devices_per_replica) + " devices, more than the " +

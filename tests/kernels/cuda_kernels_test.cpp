@@ -60,6 +60,45 @@ TEST(CudaGatherRows, CopiesTableRowsToFp32AndBf16) {
   }
 }
 
+// A vocabulary-parallel rank's slice: the table is rows [row0, row0 + 300) of a larger
+// one; ids inside it gather their row, ids outside write zeros (the ranks' rows are
+// summed afterwards).
+TEST(CudaGatherRows, SliceGathersItsRowsAndZerosTheRest) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  const int64_t cols = 264, row0 = 500, slice_rows = 300, rows = 40;
+  const std::vector<uint16_t> table = to_bf16(normal_floats(rng, slice_rows * cols));
+  std::vector<int32_t> ids(rows);
+  for (auto& id : ids) id = static_cast<int32_t>(rng() % 1200);  // about a quarter inside
+  ids[0] = static_cast<int32_t>(row0);
+  ids[1] = static_cast<int32_t>(row0 + slice_rows - 1);
+  ids[2] = static_cast<int32_t>(row0 - 1);
+  ids[3] = static_cast<int32_t>(row0 + slice_rows);
+  DeviceArray<uint16_t> d_table(table);
+  DeviceArray<int32_t> d_ids(ids);
+  DeviceArray<float> out(rows * cols);
+  out.poison();
+  cuda::GatherRowsArgs a;
+  a.table = d_table.as<bf16>();
+  a.table_rows = slice_rows;
+  a.cols = cols;
+  a.ids = d_ids.get();
+  a.rows = rows;
+  a.out_f32 = out.get();
+  a.row0 = row0;
+  a.slice = true;
+  SY_CUDA_OK(cuda::gather_rows(a, nullptr));
+  const auto got = out.download();
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t local = ids[static_cast<size_t>(r)] - row0;
+    const bool inside = local >= 0 && local < slice_rows;
+    for (int64_t c = 0; c < cols; ++c) {
+      const float want = inside ? bf16_to_f32(table[static_cast<size_t>(local * cols + c)]) : 0.0f;
+      ASSERT_EQ(got[static_cast<size_t>(r * cols + c)], want) << "row " << r << " (id " << ids[static_cast<size_t>(r)] << ") col " << c;
+    }
+  }
+}
+
 // n: 4096 and 5120 (one and two float4 per thread of the register kernel), 64 (a
 // partly idle warp), 33 (not a multiple of 4: the loop kernel); variant 1 forces the
 // loop kernel.

@@ -22,6 +22,7 @@
 #include "worker/backend/cuda_backend.h"
 #include "worker/engine/generator.h"
 #include "worker/engine/sampler.h"
+#include "worker/model/rank_shape.h"
 
 namespace sy {
 namespace {
@@ -184,6 +185,77 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
           << what << " alone";
       EXPECT_EQ(head(other_batched[i].tokens, n), head(alone[i], n)) << what << " in a batch of 5";
       EXPECT_EQ(head(other_chunked[i].tokens, n), head(alone[i], n)) << what << " chunked";
+    }
+  }
+}
+
+// Tensor parallelism on one GPU: tp ranks sharing device 0 ("cuda:0,0"), each with its
+// slice of the weights, over the local communicator (every step eager; the one-shot
+// kernels and NCCL need a GPU per rank). The same tolerance as one rank: slicing changes only which GPU
+// computes which heads, columns and vocabulary rows, and the row-parallel sums add two
+// fp32 partial products. Every tp the model's shape allows among 2 and 4.
+std::vector<int> tensor_parallel_sizes(const ModelSource& src) {
+  std::vector<int> sizes;
+  for (int tp : {2, 4}) {
+    try {
+      RankShape::of(ModelConfig::from_source(src), {0, tp});
+      sizes.push_back(tp);
+    } catch (const std::invalid_argument&) {
+    }
+  }
+  return sizes;
+}
+
+std::unique_ptr<Backend> open_cuda_group(const ModelSource& src, int tp, int32_t max_num_seqs) {
+  BackendOptions opt;
+  opt.tp = tp;
+  opt.num_kv_blocks = 256;
+  opt.max_num_seqs = max_num_seqs;
+  std::string device = "cuda:0";
+  for (int r = 1; r < tp; ++r) device += ",0";
+  return create_backend(device, src, ModelConfig::from_source(src), opt);
+}
+
+TEST_P(CudaFixture, TensorParallelLogitsWithinBf16ToleranceOfGolden) {
+  const std::vector<int> sizes = tensor_parallel_sizes(*src_);
+  if (sizes.empty()) GTEST_SKIP() << "neither tp 2 nor tp 4 divides this model";
+  for (int tp : sizes) {
+    auto backend = open_cuda_group(*src_, tp, 16);
+    const LogitsError e = logits_error(*backend, golden_);
+    std::printf("%s tp %d: max |logit - golden| %.4g, worst prompt RMS %.4g\n", GetParam().path.c_str(), tp,
+                e.max_abs, e.rms);
+    EXPECT_LE(e.max_abs, max_abs_tolerance(GetParam())) << "tp " << tp;
+    EXPECT_LE(e.rms, rms_tolerance(GetParam())) << "tp " << tp;
+  }
+}
+
+// Greedy decoding under tensor parallelism against the golden run and against one rank,
+// up to the margin rule; alone and in a batch of five.
+TEST_P(CudaSameWeightsFixture, TensorParallelGreedyMatchesGoldenAndOneRank) {
+  const std::vector<int> sizes = tensor_parallel_sizes(*src_);
+  if (sizes.empty()) GTEST_SKIP() << "neither tp 2 nor tp 4 divides this model";
+  std::vector<GenerateRequest> reqs;
+  for (const auto& p : golden_["prompts"]) {
+    GenerateRequest r;
+    r.prompt = p["ids"].get<std::vector<int32_t>>();
+    r.max_tokens = 32;
+    reqs.push_back(r);
+  }
+  auto one = open_cuda(*src_, 16);
+  const float one_err = logits_error(*one, golden_).max_abs;
+  Generator one_gen(*one);
+  const auto one_batched = one_gen.generate(reqs);
+  for (int tp : sizes) {
+    auto backend = open_cuda_group(*src_, tp, 16);
+    const float err = std::max(one_err, logits_error(*backend, golden_).max_abs);
+    Generator gen(*backend);
+    const auto batched = gen.generate(reqs);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const size_t n = decided_steps(golden_["prompts"][i], err);
+      const auto alone = gen.generate({reqs[i]})[0].tokens;
+      EXPECT_EQ(head(alone, n), head(golden_["prompts"][i]["greedy_32"].get<std::vector<int32_t>>(), n))
+          << "tp " << tp << ", prompt " << i << ", first " << n << " tokens";
+      EXPECT_EQ(head(batched[i].tokens, n), head(one_batched[i].tokens, n)) << "tp " << tp << ", prompt " << i << " in a batch of 5";
     }
   }
 }

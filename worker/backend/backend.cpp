@@ -1,6 +1,8 @@
 #include "worker/backend/backend.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include "worker/backend/cpu_backend.h"
 #include "worker/backend/group_backend.h"
@@ -11,16 +13,30 @@
 namespace sy {
 namespace {
 
-// "cuda" → 0, "cuda:N" → N; -1 when `name` is not a cuda device name.
-int cuda_device_index(const std::string& name) {
-  if (name == "cuda") return 0;
-  if (name.rfind("cuda:", 0) != 0 || name.size() == 5 || name.size() > 8) return -1;
-  int n = 0;
-  for (size_t i = 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return -1;
-    n = n * 10 + (name[i] - '0');
+// The cuda devices `name` gives `tp` ranks: "cuda" → 0..tp-1, "cuda:N" → N..N+tp-1,
+// "cuda:A,B,..." → that list (repeats allowed: ranks sharing a GPU). Empty when `name` is
+// not a cuda device name; throws std::invalid_argument for a list of another length.
+std::vector<int> cuda_devices(const std::string& name, int tp) {
+  std::vector<int> out;
+  if (name == "cuda") {
+    for (int r = 0; r < tp; ++r) out.push_back(r);
+    return out;
   }
-  return n;
+  if (name.rfind("cuda:", 0) != 0) return out;
+  const std::string list = name.substr(5);
+  for (size_t i = 0; i <= list.size();) {
+    const size_t end = std::min(list.find(',', i), list.size());
+    const std::string item = list.substr(i, end - i);
+    if (item.empty() || item.size() > 3 || item.find_first_not_of("0123456789") != std::string::npos) return {};
+    out.push_back(std::stoi(item));
+    i = end + 1;
+  }
+  if (out.size() == 1)
+    for (int r = 1; r < tp; ++r) out.push_back(out[0] + r);
+  if (static_cast<int>(out.size()) != tp)
+    throw std::invalid_argument("device '" + name + "' lists " + std::to_string(out.size()) + " GPUs for tp " +
+                                std::to_string(tp) + " (one per rank)");
+  return out;
 }
 
 }  // namespace
@@ -39,14 +55,13 @@ std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSour
                                         const ModelConfig& config, const BackendOptions& options) {
   if (options.tp < 1 || options.tp > 64) throw std::invalid_argument("tp must be in 1..64");
   if (name == "cpu") return options.tp > 1 ? create_cpu_group(src, config, options) : std::make_unique<CpuBackend>(src, config, options);
-  const int device = cuda_device_index(name);
+  const std::vector<int> devices = cuda_devices(name, options.tp);
 #ifdef SY_HAVE_CUDA
-  if (device >= 0 && options.tp > 1)
-    throw std::invalid_argument("tensor parallelism on cuda devices is not built yet (cpu ranks only: --device cpu --tp N)");
-  if (device >= 0) return std::make_unique<CudaBackend>(src, config, options, device);
-  throw std::runtime_error("unknown backend '" + name + "' (built: cpu, cuda, cuda:N)");
+  if (devices.size() > 1) return create_cuda_group(src, config, options, devices);
+  if (devices.size() == 1) return std::make_unique<CudaBackend>(src, config, options, devices[0]);
+  throw std::runtime_error("unknown backend '" + name + "' (built: cpu, cuda, cuda:N, cuda:N,M,...)");
 #else
-  if (device >= 0)
+  if (!devices.empty())
     throw std::runtime_error(
         "backend '" + name +
         "': this build has no CUDA support (configure with SWITCHYARD_CUDA=ON)");

@@ -45,6 +45,13 @@ struct BackendTuning {
   // cuda, deterministic: the row count whose cuBLASLt heuristic choice becomes a weight
   // shape's one algorithm (GemmBf16::set_fixed_algorithm_rows).
   int32_t deterministic_gemm_rows = 256;
+  // cuda tensor parallelism: the collectives' communicator, "auto" (ranks sharing a GPU:
+  // "local"; distinct GPUs: "peer+nccl", or "peer" without NCCL), "local", "peer", "nccl"
+  // or "peer+nccl", and under peer+nccl the largest message (bytes per rank) the peer
+  // kernels take. 256 KiB is a first guess until the crossover is measured on two GPUs
+  // (switchyard-allreduce-bench, docs/PERFORMANCE.md).
+  std::string collectives = "auto";
+  int64_t peer_max_bytes = int64_t{256} << 10;
 };
 
 struct BackendOptions {

@@ -10,6 +10,7 @@
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "worker/parallel/communicator.h"
 
 namespace sy {
 namespace {
@@ -27,8 +28,13 @@ void throw_cuda(cudaError_t e, const std::string& what) {
 }  // namespace
 
 CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
-                         const BackendOptions& options, int device)
+                         const BackendOptions& options, int device, TensorParallel tp,
+                         parallel::Communicator* comm)
     : config_(config),
+      shape_(RankShape::of(config, tp)),
+      local_(shape_.local(config)),
+      comm_(tp.size > 1 ? comm : nullptr),
+      graphs_allowed_(comm_ == nullptr || comm_->capturable()),
       device_(device),
       block_size_(options.block_size),
       max_num_seqs_(std::max(options.max_num_seqs, 1)),
@@ -47,6 +53,11 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
         "or 1, deterministic_gemm_rows > 0");
   if (block_size_ <= 0 || block_size_ > 1024)
     throw std::invalid_argument("block size must be in 1..1024");
+  if (tp.size > 1 && (!comm || comm->size() != tp.size || comm->rank() != tp.rank ||
+                      comm->memory() != parallel::MemoryKind::kDevice || comm->device() != device))
+    throw std::invalid_argument(
+        "a cuda tensor-parallel rank needs its own end of a device communicator of tp ranks, "
+        "bound to its device");
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
     throw std::runtime_error("cuda backend: no CUDA device found");
@@ -60,19 +71,27 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   if (prefill_attention_kernel_ == 1 && !cuda::prefill_wgmma_available()) prefill_attention_kernel_ = 0;
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
 
-  weights_ = CudaModelWeights::upload(src, config);
+  weights_ = CudaModelWeights::upload(src, config, shape_);
   check(linear_.init(weights_.max_q8_0_elements), "creating the cuBLASLt handle and Q8_0 scratch");
   linear_.set_gemv_max_rows(std::clamp(options.tuning.gemv_max_rows, 0, cuda::kGemvBf16MaxRows));
   if (deterministic_) linear_.set_batch_invariant(options.tuning.deterministic_gemm_rows);
   logits_capacity_ = std::max(max_num_seqs_, kMinLogitsRows);
   check(rows_h_.allocate(static_cast<size_t>(logits_capacity_) * config.hidden * 2),
         "allocating logits rows");
-  check(logits_.allocate(static_cast<size_t>(logits_capacity_) * config.vocab * sizeof(float)),
+  const int64_t rank_vocab = comm_ ? shape_.vocab_stride : config.vocab;
+  check(logits_.allocate(static_cast<size_t>(logits_capacity_) * rank_vocab * sizeof(float)),
         "allocating logits");
+  if (comm_) {
+    check(gather_staging_.allocate(static_cast<size_t>(logits_capacity_) * rank_vocab * shape_.size *
+                                   sizeof(float)),
+          "allocating logits");
+    check(gathered_.allocate(static_cast<size_t>(logits_capacity_) * config.vocab * sizeof(float)),
+          "allocating logits");
+  }
   ensure_capacity(std::max({options.max_step_tokens, max_num_seqs_, kMinTokenCapacity}), 0);
 
-  // KV cache: bf16 K and V of every layer, from what is left.
-  const size_t per_block = static_cast<size_t>(config.n_layers) * block_size_ * config.kv_dim() *
+  // KV cache: bf16 K and V of every layer (this rank's KV heads), from what is left.
+  const size_t per_block = static_cast<size_t>(config.n_layers) * block_size_ * local_.kv_dim() *
                            2 * sizeof(__nv_bfloat16);
   size_t budget = options.kv_memory_bytes;
   if (options.num_kv_blocks > 0) {
@@ -85,7 +104,7 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   }
   num_blocks_ = static_cast<int32_t>(std::min<size_t>(budget / per_block, INT32_MAX));
   if (num_blocks_ <= 0) throw std::invalid_argument("KV memory budget holds no block");
-  layer_kv_elements_ = static_cast<size_t>(num_blocks_) * block_size_ * config.kv_dim();
+  layer_kv_elements_ = static_cast<size_t>(num_blocks_) * block_size_ * local_.kv_dim();
   check(kv_.allocate(static_cast<size_t>(num_blocks_) * per_block), "allocating the KV cache");
   // Zeroed once: a kernel that loads a whole tile past a sequence's end multiplies the
   // stale values by zero weights, and 0 · NaN would not be zero.
@@ -95,10 +114,10 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   // The uploads and the clear ran outside stream_, which does not wait for them.
   check(cudaDeviceSynchronize(), "uploading the model");
   std::fprintf(stderr,
-               "cuda backend: device %d (%s, %d SMs): weights %.2f GiB, KV cache %d blocks (%.2f "
+               "cuda backend: device %d (%s, %d SMs), %s: weights %.2f GiB, KV cache %d blocks (%.2f "
                "GiB), decode graphs for 1..%d sequences, bf16 GEMV up to %d rows, prefill "
                "attention on %s, %s numerics\n",
-               device, prop.name, num_sms_, static_cast<double>(weights_.device_bytes) / (1 << 30),
+               device, prop.name, num_sms_, shape_.describe().c_str(), static_cast<double>(weights_.device_bytes) / (1 << 30),
                num_blocks_, static_cast<double>(kv_.bytes()) / (1 << 30), max_num_seqs_,
                deterministic_ ? 0 : linear_.gemv_max_rows(),
                prefill_attention_kernel_ == 1 ? "wgmma" : "mma.sync",
@@ -160,7 +179,7 @@ void CudaBackend::ensure_capacity(int32_t tokens, size_t indices) {
   index_capacity_ = std::max({index_capacity_ * 2, indices,
                               static_cast<size_t>(num_blocks_) + token_capacity_, size_t{1024}});
   const auto C = static_cast<size_t>(token_capacity_);
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;  // this rank's heads and FFN width
   const size_t qkv = static_cast<size_t>(c.q_dim() + 2 * c.kv_dim());
   check(x_.allocate(C * c.hidden * sizeof(float)), "allocating the residual stream");
   check(delta_.allocate(C * c.hidden * sizeof(float)), "allocating activations");
@@ -257,8 +276,8 @@ void CudaBackend::run_step(const BatchPlan& plan, const Step& step, std::vector<
   const cuda::ProgrammaticLaunch pdl(programmatic_launch_);
   const int64_t V = config_.vocab;
   const auto R = static_cast<int64_t>(plan.logits_rows.size());
-  const auto* logits_dev = logits_.as<float>();
-  const bool graph = step.decode && step.tokens <= max_num_seqs_;
+  const float* logits_dev = full_logits();
+  const bool graph = step.decode && step.tokens <= max_num_seqs_ && graphs_allowed_;
   bool sampled = false;  // some row draws (temperature > 0): the sampler, else argmax
   for (const RowSampling& r : rows) sampled = sampled || r.temperature > 0;
   // A graph's logits are every token's row in token order; an eager step's are the
@@ -370,7 +389,7 @@ void CudaBackend::upload_row_params(std::span<const RowSampling> rows, const int
 void CudaBackend::enqueue_choose(int64_t first, int64_t n, bool sampled) {
   if (sampled) {
     cuda::SampleArgs a;
-    a.logits = logits_.as<float>();
+    a.logits = full_logits();
     a.rows = n;
     a.vocab = config_.vocab;
     a.params = row_params_.as<cuda::SamplingRowParams>() + first;
@@ -379,11 +398,15 @@ void CudaBackend::enqueue_choose(int64_t first, int64_t n, bool sampled) {
     a.workspace_bytes = sample_workspace_.bytes();
     check(cuda::sample(a, stream_), "sampling");
   } else {
-    cuda::ArgmaxArgs a{logits_.as<float>(), n, config_.vocab, ids_.as<int32_t>() + first};
+    cuda::ArgmaxArgs a{full_logits(), n, config_.vocab, ids_.as<int32_t>() + first};
     a.variant = decode_variant_ >= 1 && n <= 65535 ? 0 : 1;
     a.workspace = argmax_workspace_.get();
     check(cuda::argmax(a, stream_), "argmax");
   }
+}
+
+const float* CudaBackend::full_logits() const {
+  return comm_ ? gathered_.as<float>() : logits_.as<float>();
 }
 
 void CudaBackend::run_graph(const Step& step) {

@@ -10,6 +10,13 @@
 // them before each replay, and the attention kernels read context lengths on the
 // device. Other steps (prefill, mixed) run eagerly. Not thread-safe: one thread calls
 // forward() (the engine thread), as for every backend.
+//
+// Tensor parallelism: a backend made for one rank of a group (TensorParallel, with that
+// rank's end of a device communicator) uploads only its slice of the weights
+// (RankShape), keeps the KV of its own heads, sums the row-parallel projections over the
+// group in the decoder's all_reduce_delta (inside the decode graphs too) and gathers the
+// vocabulary slices of the logits, so every rank chooses the same tokens. GroupBackend
+// drives the ranks, one thread each (create_cuda_group).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,15 +30,23 @@
 #include "kernels/cuda/sampling.cuh"
 #include "worker/backend/backend.h"
 #include "worker/backend/cuda_weights.h"
+#include "worker/model/rank_shape.h"
 
 namespace sy {
+
+namespace parallel {
+class Communicator;
+}
 
 class CudaBackend : public Backend {
  public:
   // Throws std::runtime_error when the device is missing or refuses the memory,
-  // ModelFileError for a bad model.
-  CudaBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options,
-              int device);
+  // ModelFileError for a bad model, std::invalid_argument for a shape tp does not divide.
+  // `comm`: this rank's end of a device communicator of tp.size ranks, bound to `device`
+  // (null when tp.size is 1). A communicator that cannot be captured (the "local" kind)
+  // leaves every step eager: no decode graphs.
+  CudaBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options, int device,
+              TensorParallel tp = {}, parallel::Communicator* comm = nullptr);
   ~CudaBackend() override;
 
   std::string name() const override { return "cuda"; }
@@ -81,10 +96,17 @@ class CudaBackend : public Backend {
   void enqueue_layers(const Step& step);
   void enqueue_lm_head(const __nv_bfloat16* rows, int64_t n);
   void run_graph(const Step& step);
+  // The logits of the last LM head, [rows, vocab] fp32: logits_, or with tensor
+  // parallelism the gathered slices of every rank.
+  const float* full_logits() const;
   void drop_graphs();
   void check(cudaError_t e, const char* what);
 
   ModelConfig config_;
+  RankShape shape_;    // this rank's slice (the whole model for one rank)
+  ModelConfig local_;  // this rank's head counts and FFN width
+  parallel::Communicator* comm_;
+  bool graphs_allowed_;  // the communicator (if any) can be captured
   int device_;
   int num_sms_ = 0;
   int32_t block_size_;
@@ -106,8 +128,11 @@ class CudaBackend : public Backend {
   int32_t token_capacity_ = 0;
   size_t index_capacity_ = 0;
   int32_t logits_capacity_ = 0;  // rows of logits_ (≥ max_num_seqs: a decode graph's rows)
+  // logits_ holds this rank's [rows, vocab_stride] slice under tensor parallelism;
+  // gather_staging_ [tp, rows, vocab_stride] every rank's, gathered_ [rows, vocab] them
+  // in vocabulary order.
   cuda::DeviceBuffer x_, delta_, h_, qkv_, attn_, gate_up_, act_, rows_h_, logits_, attn_workspace_,
-      plan_;
+      plan_, gather_staging_, gathered_;
   // The one-launch decode attention's split counters (token_capacity_ · n_heads) and the
   // multi-block argmax's workspace (ids_capacity_ rows): zeroed when allocated, every
   // kernel leaves them zero.
@@ -132,5 +157,15 @@ class CudaBackend : public Backend {
   size_t prof_used_ = 0;
   void record_op(const char* name);
 };
+
+// A tensor-parallel group of devices.size() cuda ranks, rank r on devices[r], each with
+// its slice of the weights, driven by GroupBackend. Distinct GPUs: the "peer" one-shot
+// kernels for small collectives and NCCL for large ones, captured in the decode graphs.
+// Ranks that share a GPU (repeated devices: tests of tensor parallelism on a one-GPU
+// machine): the "local" communicator, every step eager. Throws std::invalid_argument for
+// a shape the size does not divide, parallel::CommunicatorError when the devices cannot
+// form a group.
+std::unique_ptr<Backend> create_cuda_group(const ModelSource& src, const ModelConfig& config, const BackendOptions& options,
+                                           const std::vector<int>& devices);
 
 }  // namespace sy

@@ -65,7 +65,7 @@ StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
   const Step step = analyze(plan, block_size_);
   const auto R = static_cast<int64_t>(plan.logits_rows.size());
   if (step.tokens == 0 || R == 0 || repeats < 1 || config_.n_layers == 0) return out;
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;  // this rank's heads
   const int64_t V = c.vocab;
 
   // What each op reads once per call.

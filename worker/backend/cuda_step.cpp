@@ -13,16 +13,18 @@
 #include "kernels/cuda/silu_mul.cuh"
 #include "worker/backend/cuda_backend.h"
 #include "worker/model/decoder.h"
+#include "worker/parallel/communicator.h"
 
 namespace sy {
 
 using bf16 = __nv_bfloat16;
 
 // The decoder's ops (worker/model/decoder.h) as kernel launches on stream_, over the
-// step buffers: x_ (fp32 residual), delta_, h_ (bf16), qkv_, attn_, gate_up_, act_.
+// step buffers: x_ (fp32 residual), delta_, h_ (bf16), qkv_, attn_, gate_up_, act_. Shapes
+// are this rank's (its heads and FFN width; the whole model for one rank).
 class CudaBackend::LayerOps : public DecoderOps {
  public:
-  LayerOps(CudaBackend& b, const Step& step) : b_(b), step_(step), c_(b.config_), T_(step.tokens) {
+  LayerOps(CudaBackend& b, const Step& step) : b_(b), step_(step), c_(b.local_), T_(step.tokens) {
     const PlanLayout p = b.plan_layout();
     plan_ = b.plan_.as<int32_t>();
     positions_ = plan_ + p.positions;
@@ -66,12 +68,16 @@ class CudaBackend::LayerOps : public DecoderOps {
   void embed() override {
     cuda::GatherRowsArgs emb;
     emb.table = b_.weights_.embedding;
-    emb.table_rows = c_.vocab;
+    emb.table_rows = b_.comm_ ? b_.shape_.vocab : c_.vocab;
     emb.cols = c_.hidden;
     emb.ids = tokens_;
     emb.rows = T_;
     emb.out_f32 = b_.x_.as<float>();
+    emb.row0 = b_.shape_.vocab0;
+    emb.slice = b_.comm_ != nullptr;
     b_.check(cuda::gather_rows(emb, b_.stream_), "embedding");
+    // Vocabulary-parallel: each token's row came from one rank, zeros from the others.
+    if (b_.comm_) all_reduce(b_.x_.as<float>(), "embedding all-reduce");
   }
 
   void attention_norm(int l) override { norm(layer(l).attn_norm, l > 0, "attention norm"); }
@@ -130,9 +136,9 @@ class CudaBackend::LayerOps : public DecoderOps {
              "down projection");
   }
 
-  void all_reduce_delta() override {
-    throw std::logic_error("cuda backend: tensor parallelism is not built yet");
-  }
+  // The row-parallel partial sums of every rank, summed on the stream (captured into the
+  // decode graphs like any kernel).
+  void all_reduce_delta() override { all_reduce(b_.delta_.as<float>(), "all-reduce"); }
 
   // Every row (the LM head then reads the rows it needs).
   void final_norm() override { norm(b_.weights_.output_norm, c_.n_layers > 0, "final norm"); }
@@ -140,6 +146,11 @@ class CudaBackend::LayerOps : public DecoderOps {
  private:
   int64_t qkv_dim() const { return c_.q_dim() + 2 * c_.kv_dim(); }
   const CudaLayerWeights& layer(int l) const { return b_.weights_.layers[static_cast<size_t>(l)]; }
+  // data[T, hidden] = its sum over the ranks, on the stream.
+  void all_reduce(float* data, const char* what) {
+    const parallel::CommStatus s = b_.comm_->all_reduce_sum(data, static_cast<size_t>(T_ * c_.hidden), b_.stream_);
+    b_.check(s.ok() ? cudaSuccess : cudaErrorUnknown, s.ok() ? what : s.message.c_str());
+  }
   // h = norm(x (+= delta)).
   void norm(const float* weight, bool add, const char* what) {
     b_.check(cuda::add_rms_norm({b_.x_.as<float>(), add ? b_.delta_.as<float>() : nullptr, weight, b_.h_.as<bf16>(), T_, c_.hidden,
@@ -162,12 +173,31 @@ class CudaBackend::LayerOps : public DecoderOps {
 
 void CudaBackend::enqueue_layers(const Step& step) {
   LayerOps ops(*this, step);
-  run_decoder(ops, config_.n_layers, /*tensor_parallel=*/false);
+  run_decoder(ops, config_.n_layers, /*tensor_parallel=*/comm_ != nullptr);
 }
 
+// logits_ = rows · this rank's LM head. With tensor parallelism every rank's slice is
+// gathered, then laid out by vocabulary into gathered_ (the padding rows of the last
+// slice dropped), so the choice of tokens is the same on every rank.
 void CudaBackend::enqueue_lm_head(const bf16* rows, int64_t n) {
   check(linear_.run(weights_.lm_head, rows, n, logits_.get(), cuda::GemmOut::kF32, stream_),
         "LM head");
+  if (!comm_ || n == 0) return;
+  const auto stride = static_cast<size_t>(shape_.vocab_stride);
+  auto* staging = gather_staging_.as<float>();
+  const parallel::CommStatus s =
+      comm_->all_gather(logits_.as<float>(), static_cast<size_t>(n) * stride, staging, stream_);
+  check(s.ok() ? cudaSuccess : cudaErrorUnknown, s.ok() ? "gathering logits" : s.message.c_str());
+  const auto V = static_cast<size_t>(config_.vocab);
+  for (int r = 0; r < shape_.size; ++r) {
+    const RankShape slice = RankShape::of(config_, {r, shape_.size});
+    if (slice.vocab == 0) continue;
+    check(cudaMemcpy2DAsync(gathered_.as<float>() + slice.vocab0, V * sizeof(float),
+                            staging + static_cast<size_t>(r) * n * stride, stride * sizeof(float),
+                            static_cast<size_t>(slice.vocab) * sizeof(float), static_cast<size_t>(n),
+                            cudaMemcpyDeviceToDevice, stream_),
+          "laying out gathered logits");
+  }
 }
 
 }  // namespace sy

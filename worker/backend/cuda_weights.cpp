@@ -15,9 +15,20 @@ namespace {
 // Rows converted per pool task: an 8B model's matrices are converted on every core.
 constexpr int64_t kChunkElements = int64_t{1} << 20;
 
+// Rows [row0, row0 + take) of a tensor of `rows` rows (take -1: all of them).
 struct Part {
   WeightRole role;
   int64_t rows;
+  int64_t row0 = 0, take = -1;
+  int64_t count() const { return take < 0 ? rows - row0 : take; }
+};
+
+// Columns [col0, col0 + n) of every row (n -1: all of them).
+struct Cols {
+  int64_t all;
+  int64_t col0 = 0, n = -1;
+  int64_t count() const { return n < 0 ? all - col0 : n; }
+  bool whole() const { return col0 == 0 && count() == all; }
 };
 
 class Uploader {
@@ -36,52 +47,59 @@ class Uploader {
     check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "uploading weights");
   }
 
-  // A vector in fp32 (norms, biases): the parts' tensors one after the other.
+  // A vector in fp32 (norms, biases): the parts' tensors (their ranges) one after the
+  // other.
   const float* f32(const std::vector<Part>& parts, int layer) {
     std::vector<float> host;
     for (const Part& p : parts) {
       const TensorInfo& t = find_weight(src_, p.role, layer, {p.rows});
-      const size_t base = host.size();
-      host.resize(base + static_cast<size_t>(p.rows));
-      to_f32(t.dtype, t.data, host.data() + base, p.rows);
+      std::vector<float> whole(static_cast<size_t>(p.rows));
+      to_f32(t.dtype, t.data, whole.data(), p.rows);
+      host.insert(host.end(), whole.begin() + p.row0, whole.begin() + p.row0 + p.count());
     }
     auto* d = static_cast<float*>(allocate(host.size() * sizeof(float)));
     copy(d, host.data(), host.size() * sizeof(float));
     return d;
   }
 
-  // A matrix [Σ rows, cols] from the parts' tensors stacked by rows. Kept in Q8_0 when
-  // every part is stored so and q8_0_ok; converted to bf16 otherwise.
-  cuda::LinearWeight matrix(const std::vector<Part>& parts, int layer, int64_t cols, bool q8_0_ok) {
+  // A matrix [Σ taken rows + pad_rows, taken cols] from the parts' row ranges stacked by
+  // rows, columns `cols` of each (a tensor-parallel rank's slice); `pad_rows` zero rows
+  // at the end (an LM-head slice padded to the common stride). Kept in Q8_0 when every
+  // part is stored so, q8_0_ok and the column range falls on Q8_0 blocks; converted to
+  // bf16 otherwise.
+  cuda::LinearWeight matrix(const std::vector<Part>& parts, int layer, Cols cols, bool q8_0_ok, int64_t pad_rows = 0) {
     std::vector<const TensorInfo*> tensors;
-    bool all_q8_0 = q8_0_ok && cols % kQ8_0BlockSize == 0;
+    const int64_t K = cols.count();
+    bool all_q8_0 = q8_0_ok && cols.all % kQ8_0BlockSize == 0 && cols.col0 % kQ8_0BlockSize == 0 && K % kQ8_0BlockSize == 0;
     cuda::LinearWeight lw;
-    lw.k = cols;
+    lw.k = K;
     for (const Part& p : parts) {
-      tensors.push_back(&find_weight(src_, p.role, layer, {p.rows, cols}));
+      tensors.push_back(&find_weight(src_, p.role, layer, {p.rows, cols.all}));
       all_q8_0 = all_q8_0 && tensors.back()->dtype == DType::kQ8_0;
-      lw.n += p.rows;
+      lw.n += p.count();
     }
+    lw.n += pad_rows;
     if (all_q8_0) {
-      auto* quants = static_cast<int8_t*>(allocate(static_cast<size_t>(lw.n * cols)));
-      auto* scales =
-          static_cast<uint16_t*>(allocate(static_cast<size_t>(lw.n * cols / kQ8_0BlockSize) * 2));
+      auto* quants = static_cast<int8_t*>(allocate(static_cast<size_t>(lw.n * K)));
+      auto* scales = static_cast<uint16_t*>(allocate(static_cast<size_t>(lw.n * K / kQ8_0BlockSize) * 2));
       int64_t row0 = 0;
       for (size_t i = 0; i < parts.size(); ++i) {
-        upload_q8_0(*tensors[i], parts[i].rows, cols, quants + row0 * cols,
-                    scales + row0 * cols / kQ8_0BlockSize);
-        row0 += parts[i].rows;
+        upload_q8_0(*tensors[i], parts[i], cols, quants + row0 * K, scales + row0 * K / kQ8_0BlockSize);
+        row0 += parts[i].count();
       }
-      lw.q8_0 = {quants, reinterpret_cast<const __half*>(scales), lw.n, cols};
-      w_.max_q8_0_elements = std::max(w_.max_q8_0_elements, static_cast<size_t>(lw.n * cols));
+      zero(quants + row0 * K, static_cast<size_t>(pad_rows * K));
+      zero(scales + row0 * K / kQ8_0BlockSize, static_cast<size_t>(pad_rows * K / kQ8_0BlockSize) * 2);
+      lw.q8_0 = {quants, reinterpret_cast<const __half*>(scales), lw.n, K};
+      w_.max_q8_0_elements = std::max(w_.max_q8_0_elements, static_cast<size_t>(lw.n * K));
       return lw;
     }
-    auto* d = static_cast<uint16_t*>(allocate(static_cast<size_t>(lw.n * cols) * 2));
+    auto* d = static_cast<uint16_t*>(allocate(static_cast<size_t>(lw.n * K) * 2));
     int64_t row0 = 0;
     for (size_t i = 0; i < parts.size(); ++i) {
-      upload_bf16(*tensors[i], parts[i].rows * cols, d + row0 * cols);
-      row0 += parts[i].rows;
+      upload_bf16(*tensors[i], parts[i], cols, d + row0 * K);
+      row0 += parts[i].count();
     }
+    zero(d + row0 * K, static_cast<size_t>(pad_rows * K) * 2);
     lw.bf16 = reinterpret_cast<const __nv_bfloat16*>(d);
     return lw;
   }
@@ -92,39 +110,54 @@ class Uploader {
       throw std::runtime_error("cuda backend: " + what + ": " + cudaGetErrorString(e));
   }
 
-  // bf16 files go up as stored; other types are converted on the pool first.
-  void upload_bf16(const TensorInfo& t, int64_t n, uint16_t* dst) {
-    if (t.dtype == DType::kBF16) {
-      copy(dst, t.data, static_cast<size_t>(n) * 2);
+  void zero(void* dst, size_t bytes) {
+    if (bytes) check(cudaMemset(dst, 0, bytes), "clearing padding rows");
+  }
+
+  // Whole bf16 tensors go up as stored; slices and other types are cut and converted on
+  // the pool first (only the slice is kept on the host).
+  void upload_bf16(const TensorInfo& t, const Part& p, Cols cols, uint16_t* dst) {
+    const int64_t rows = p.count(), K = cols.count(), row = cols.all;
+    const size_t row_bytes = *dtype_bytes(t.dtype, row);
+    const uint8_t* src = t.data + static_cast<size_t>(p.row0) * row_bytes;
+    if (t.dtype == DType::kBF16 && cols.whole()) {
+      copy(dst, src, static_cast<size_t>(rows * K) * 2);
       return;
     }
-    std::vector<uint16_t> host(static_cast<size_t>(n));
-    const size_t chunk_bytes = *dtype_bytes(t.dtype, kChunkElements);
-    cpu::ThreadPool::global().parallel_for(
-        (n + kChunkElements - 1) / kChunkElements, [&](int64_t c) {
-          const int64_t i0 = c * kChunkElements, len = std::min(kChunkElements, n - i0);
-          std::vector<float> f(static_cast<size_t>(len));
-          to_f32(t.dtype, t.data + static_cast<size_t>(c) * chunk_bytes, f.data(), len);
-          for (int64_t i = 0; i < len; ++i)
-            host[static_cast<size_t>(i0 + i)] = f32_to_bf16(f[static_cast<size_t>(i)]);
-        });
+    std::vector<uint16_t> host(static_cast<size_t>(rows * K));
+    const int64_t rows_per_task = std::max<int64_t>(1, kChunkElements / row);
+    cpu::ThreadPool::global().parallel_for((rows + rows_per_task - 1) / rows_per_task, [&](int64_t c) {
+      std::vector<float> f(static_cast<size_t>(row));
+      for (int64_t r = c * rows_per_task; r < std::min(rows, (c + 1) * rows_per_task); ++r) {
+        const uint8_t* in = src + static_cast<size_t>(r) * row_bytes;
+        uint16_t* out = host.data() + r * K;
+        if (t.dtype == DType::kBF16) {
+          std::memcpy(out, in + cols.col0 * 2, static_cast<size_t>(K) * 2);
+          continue;
+        }
+        to_f32(t.dtype, in, f.data(), row);
+        for (int64_t i = 0; i < K; ++i) out[i] = f32_to_bf16(f[static_cast<size_t>(cols.col0 + i)]);
+      }
+    });
     copy(dst, host.data(), host.size() * 2);
   }
 
-  // GGUF's 34-byte blocks split into the device layout: quants [rows, cols] and scales
-  // [rows, cols / 32].
-  void upload_q8_0(const TensorInfo& t, int64_t rows, int64_t cols, int8_t* quants,
-                   uint16_t* scales) {
-    const int64_t blocks = rows * cols / kQ8_0BlockSize;
-    std::vector<int8_t> q(static_cast<size_t>(rows * cols));
-    std::vector<uint16_t> s(static_cast<size_t>(blocks));
-    const auto* b = reinterpret_cast<const BlockQ8_0*>(t.data);
-    const int64_t per_task = kChunkElements / kQ8_0BlockSize;
-    cpu::ThreadPool::global().parallel_for((blocks + per_task - 1) / per_task, [&](int64_t c) {
-      for (int64_t i = c * per_task; i < std::min(blocks, (c + 1) * per_task); ++i) {
-        s[static_cast<size_t>(i)] = b[i].d;
-        std::memcpy(&q[static_cast<size_t>(i * kQ8_0BlockSize)], b[i].qs, kQ8_0BlockSize);
-      }
+  // GGUF's 34-byte blocks split into the device layout: quants [rows, K] and scales
+  // [rows, K / 32], for the part's rows and the blocks of the column range.
+  void upload_q8_0(const TensorInfo& t, const Part& p, Cols cols, int8_t* quants, uint16_t* scales) {
+    const int64_t rows = p.count(), kb = cols.count() / kQ8_0BlockSize;
+    const int64_t row_blocks = cols.all / kQ8_0BlockSize, b0 = cols.col0 / kQ8_0BlockSize;
+    std::vector<int8_t> q(static_cast<size_t>(rows * kb * kQ8_0BlockSize));
+    std::vector<uint16_t> s(static_cast<size_t>(rows * kb));
+    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(t.data) + p.row0 * row_blocks;
+    const int64_t rows_per_task = std::max<int64_t>(1, kChunkElements / cols.all);
+    cpu::ThreadPool::global().parallel_for((rows + rows_per_task - 1) / rows_per_task, [&](int64_t c) {
+      for (int64_t r = c * rows_per_task; r < std::min(rows, (c + 1) * rows_per_task); ++r)
+        for (int64_t i = 0; i < kb; ++i) {
+          const BlockQ8_0& b = blocks[r * row_blocks + b0 + i];
+          s[static_cast<size_t>(r * kb + i)] = b.d;
+          std::memcpy(&q[static_cast<size_t>((r * kb + i) * kQ8_0BlockSize)], b.qs, kQ8_0BlockSize);
+        }
     });
     copy(quants, q.data(), q.size());
     copy(scales, s.data(), s.size() * 2);
@@ -136,39 +169,45 @@ class Uploader {
 
 }  // namespace
 
-CudaModelWeights CudaModelWeights::upload(const ModelSource& src, const ModelConfig& c) {
+CudaModelWeights CudaModelWeights::upload(const ModelSource& src, const ModelConfig& c, const RankShape& shape) {
   CudaModelWeights w;
   Uploader up(src, w);
-  const int64_t H = c.hidden, Q = c.q_dim(), KV = c.kv_dim(), F = c.ffn, V = c.vocab,
-                D = c.head_dim;
+  const int64_t H = c.hidden, Q = c.q_dim(), KV = c.kv_dim(), F = c.ffn, V = c.vocab, D = c.head_dim;
+  // This rank's slices (all of each for a whole model): query heads, KV heads, FFN
+  // columns, vocabulary rows.
+  const int64_t q0 = int64_t{shape.q_head0} * D, nq = int64_t{shape.n_heads} * D;
+  const int64_t kv0 = int64_t{shape.kv_head0} * D, nkv = int64_t{shape.n_kv_heads} * D;
+  const int64_t f0 = shape.ffn0, nf = shape.ffn;
   using R = WeightRole;
-  const cuda::LinearWeight embedding = up.matrix({{R::kEmbed, V}}, 0, H, false);
+  // The embedding: this rank's vocabulary rows (vocabulary-parallel, the ranks' rows
+  // summed after the lookup) or all of them.
+  const cuda::LinearWeight embedding = up.matrix({{R::kEmbed, V, shape.vocab0, shape.whole() ? -1 : shape.vocab}}, 0, {H}, false);
   w.embedding = embedding.bf16;
-  if (c.tied_embeddings)
-    w.lm_head = find_weight(src, R::kEmbed, 0, {V, H}).dtype == DType::kQ8_0
-                    ? up.matrix({{R::kEmbed, V}}, 0, H, true)
-                    : embedding;
+  const R head = c.tied_embeddings ? R::kEmbed : R::kOutput;
+  if (!shape.whole())  // this rank's vocabulary rows, padded with zero rows to the stride
+    w.lm_head = up.matrix({{head, V, shape.vocab0, shape.vocab}}, 0, {H}, true, shape.vocab_stride - shape.vocab);
+  else if (c.tied_embeddings)
+    w.lm_head = find_weight(src, R::kEmbed, 0, {V, H}).dtype == DType::kQ8_0 ? up.matrix({{R::kEmbed, V}}, 0, {H}, true) : embedding;
   else
-    w.lm_head = up.matrix({{R::kOutput, V}}, 0, H, true);
+    w.lm_head = up.matrix({{R::kOutput, V}}, 0, {H}, true);
   w.output_norm = up.f32({{R::kOutNorm, H}}, 0);
-  const std::vector<float> inv_freq =
-      cpu::rope_inv_freq(c.rope_dim, c.rope_theta, c.rope_freq_factors, c.rope_inv_freq_bf16);
+  const std::vector<float> inv_freq = cpu::rope_inv_freq(c.rope_dim, c.rope_theta, c.rope_freq_factors, c.rope_inv_freq_bf16);
   auto* freq = static_cast<float*>(up.allocate(inv_freq.size() * sizeof(float)));
   up.copy(freq, inv_freq.data(), inv_freq.size() * sizeof(float));
   w.rope_inv_freq = freq;
   for (int l = 0; l < c.n_layers; ++l) {
     CudaLayerWeights L;
     L.attn_norm = up.f32({{R::kAttnNorm, H}}, l);
-    L.wqkv = up.matrix({{R::kQ, Q}, {R::kK, KV}, {R::kV, KV}}, l, H, true);
-    if (c.qkv_bias) L.bqkv = up.f32({{R::kQBias, Q}, {R::kKBias, KV}, {R::kVBias, KV}}, l);
+    L.wqkv = up.matrix({{R::kQ, Q, q0, nq}, {R::kK, KV, kv0, nkv}, {R::kV, KV, kv0, nkv}}, l, {H}, true);
+    if (c.qkv_bias) L.bqkv = up.f32({{R::kQBias, Q, q0, nq}, {R::kKBias, KV, kv0, nkv}, {R::kVBias, KV, kv0, nkv}}, l);
     if (c.qk_norm) {
       L.q_norm = up.f32({{R::kQNorm, D}}, l);
       L.k_norm = up.f32({{R::kKNorm, D}}, l);
     }
-    L.wo = up.matrix({{R::kO, H}}, l, Q, true);
+    L.wo = up.matrix({{R::kO, H}}, l, {Q, q0, nq}, true);
     L.ffn_norm = up.f32({{R::kFfnNorm, H}}, l);
-    L.w_gate_up = up.matrix({{R::kGate, F}, {R::kUp, F}}, l, H, true);
-    L.w_down = up.matrix({{R::kDown, H}}, l, F, true);
+    L.w_gate_up = up.matrix({{R::kGate, F, f0, nf}, {R::kUp, F, f0, nf}}, l, {H}, true);
+    L.w_down = up.matrix({{R::kDown, H}}, l, {F, f0, nf}, true);
     w.layers.push_back(L);
   }
   return w;

@@ -1,7 +1,9 @@
 // A model's weights in device memory for the cuda backend: linear layers in bf16, or
 // kept in Q8_0 when the file stores them so; norms, biases and RoPE frequencies in
 // fp32; the embedding table in bf16 for the row gather. Q/K/V and gate/up are fused
-// into one weight each, as on the CPU.
+// into one weight each, as on the CPU. A tensor-parallel rank uploads only its slice
+// (worker/model/rank_shape.h) read from the mapped file, the embedding and LM head by
+// vocabulary rows.
 #pragma once
 
 #include <vector>
@@ -10,6 +12,7 @@
 #include "kernels/cuda/device_buffer.cuh"
 #include "kernels/cuda/linear.cuh"
 #include "worker/model/model_config.h"
+#include "worker/model/rank_shape.h"
 
 namespace sy {
 
@@ -26,9 +29,11 @@ struct CudaLayerWeights {
 };
 
 struct CudaModelWeights {
-  const __nv_bfloat16* embedding = nullptr;  // [vocab, hidden]
-  cuda::LinearWeight
-      lm_head;  // [vocab, hidden]; the embedding when tied (its Q8_0 form for a Q8_0 file)
+  // [vocab, hidden]; a tensor-parallel rank: its vocabulary rows [shape.vocab, hidden].
+  const __nv_bfloat16* embedding = nullptr;
+  // [vocab, hidden]; the embedding when tied (its Q8_0 form for a Q8_0 file). A
+  // tensor-parallel rank: its vocabulary rows then zero rows, [vocab_stride, hidden].
+  cuda::LinearWeight lm_head;
   const float* output_norm = nullptr;    // [hidden]
   const float* rope_inv_freq = nullptr;  // [rope_dim / 2]
   std::vector<CudaLayerWeights> layers;
@@ -37,9 +42,10 @@ struct CudaModelWeights {
   std::vector<cuda::DeviceBuffer> buffers;  // owns everything above
 
   // Reads every tensor from `src` (shapes checked as ModelWeights::load does) and
-  // uploads it to the current device. Throws ModelFileError for a bad model,
-  // std::runtime_error when the device refuses an allocation or a copy.
-  static CudaModelWeights upload(const ModelSource& src, const ModelConfig& config);
+  // uploads `shape`'s slice of it (RankShape::of(config, {}) for the whole model) to the
+  // current device. Throws ModelFileError for a bad model, std::runtime_error when the
+  // device refuses an allocation or a copy.
+  static CudaModelWeights upload(const ModelSource& src, const ModelConfig& config, const RankShape& shape);
 };
 
 }  // namespace sy

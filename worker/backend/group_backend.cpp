@@ -24,6 +24,8 @@ GroupBackend::~GroupBackend() {
   }
   wake_.notify_all();
   for (auto& t : threads_) t.join();
+  // The ranks first: a rank's CUDA graphs captured collectives of the communicators.
+  ranks_.clear();
 }
 
 void GroupBackend::rank_loop(int rank) {

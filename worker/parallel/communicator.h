@@ -2,8 +2,11 @@
 // one object per rank, each called from that rank's own thread, all ranks calling the
 // same collectives in the same order. Kinds are chosen by name, as lmdeploy's
 // CreateDeviceCommunicator chooses its own: "threads" (CPU ranks as threads of one
-// process over shared memory; host buffers) and, in builds with SWITCHYARD_CUDA and
-// NCCL, "nccl" (one process, one GPU per rank; device buffers).
+// process over shared memory; host buffers), in builds with SWITCHYARD_CUDA and NCCL
+// "nccl" (one process, one GPU per rank; device buffers) and in builds with
+// SWITCHYARD_CUDA "peer" (one process, one-shot kernels over peer memory, one GPU per
+// rank) and "local" (ranks that share a GPU, ordered by events and host rendezvous;
+// worker/parallel/peer_communicator.h).
 #pragma once
 
 #include <chrono>
@@ -66,13 +69,17 @@ class Communicator {
 
   virtual ~Communicator() = default;
 
-  virtual std::string_view kind() const = 0;  // "threads" | "nccl"
+  virtual std::string_view kind() const = 0;  // "threads" | "nccl" | "peer" | "local"
   virtual int rank() const = 0;               // 0 .. size()-1
   virtual int size() const = 0;
   virtual MemoryKind memory() const = 0;
   // nccl: the CUDA device this rank is bound to (the caller's thread must have it
   // current); threads: -1.
   virtual int device() const { return -1; }
+  // Whether the collectives may be captured into a CUDA graph (the call enqueues
+  // everything on `stream` and nothing on the host waits for another rank): nccl and
+  // peer yes; local no (it meets the other ranks on the host in every call).
+  virtual bool capturable() const { return true; }
 
   // data[0, n) on every rank becomes the elementwise sum over ranks, the same bits on
   // every rank. threads sums in rank order, (((r0 + r1) + r2) + ...), whatever the
@@ -105,7 +112,8 @@ struct CommunicatorOptions {
   // threads: the number of ranks (>= 1). nccl: ignored when `devices` is given, else the
   // devices are 0 .. size-1.
   int size = 0;
-  // nccl: one CUDA device ordinal per rank, in rank order.
+  // nccl, peer, local: one CUDA device ordinal per rank, in rank order (local: repeats
+  // allowed).
   std::vector<int> devices;
   // threads: how long a rank waits for the others in one collective before the group is
   // declared broken. A backstop: an owner that sees a rank fail calls abort() at once.
@@ -119,7 +127,8 @@ class CommunicatorError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The group's communicators, element r being rank r's: "threads" | "nccl". Throws
+// The group's communicators, element r being rank r's: "threads" | "nccl" | "peer" |
+// "local". Throws
 // CommunicatorError naming the known kinds when `kind` is not one of them.
 CommunicatorGroup create_communicators(const std::string& kind, const CommunicatorOptions& options);
 

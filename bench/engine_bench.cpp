@@ -1,5 +1,8 @@
 // switchyard-engine-bench: prefill and decode throughput of the engine on one backend.
-// Prompts are real text cut to the requested token count; every sequence must come back
+// The serving engine runs on this thread (offline): every prompt of a batch in its first
+// step (the prefill), then one decode step per token; each step's wall time counts whole
+// (plan, backend, sampling, detokenization). Prompts are real text cut to the requested
+// token count; every sequence must come back
 // with exactly the requested number of tokens that decode to valid UTF-8 text before
 // any rate is printed. Each arm is repeated; every repeat is reported, then the median.
 //
@@ -12,12 +15,13 @@
 // decode_variant 2), pwN (cuda: N warps per prefill attention CTA, 4 or 8), pdl / nopdl
 // (cuda: programmatic dependent launch on or off), mmasync / wgmma (cuda: the prefill
 // attention kernel; wgmma by default where available), host (fp32 logits copied to the
-// host and the argmax taken there; default: on the device where the backend can), fast /
+// host and the argmax taken there, EngineOptions::device_sampling off; default: on the
+// device where the backend can), fast /
 // det (BackendOptions::deterministic off / on; default: the backend's own, cuda fast, cpu
 // det), detrowsN (det with the row count whose cuBLASLt choice becomes the fixed
 // algorithm). Arms with the same backend settings share one backend.
 // --profile adds, per batch and backend, where one decode step's time goes
-// (Backend::profile_step); --profile-prefill the same for the batch's prefill step.
+// (profile_step, worker/backend/step_profile.h); --profile-prefill the same for the batch's prefill step.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,8 +33,11 @@
 #include "common/tokenizer/tokenizer.h"
 #include "common/utf8.h"
 #include "worker/backend/backend.h"
+#include "worker/backend/step_profile.h"
+#include "worker/engine/block_allocator.h"
 #include "common/cli/args.h"
-#include "worker/engine/generator.h"
+#include "worker/engine/engine.h"
+#include "worker/engine/offline.h"
 
 namespace {
 
@@ -171,11 +178,11 @@ int main(int argc, char** argv) {
       arms.push_back(arm);
     }
     auto src = ModelSource::open(a.get("model"));
-    auto tok = Tokenizer::from_model(*src);
+    std::shared_ptr<const Tokenizer> tok = Tokenizer::from_model(*src);
     const ModelConfig config = ModelConfig::from_source(*src);
     const int32_t max_batch = *std::max_element(batches.begin(), batches.end());
     // One backend per distinct (gemv rows, kernel variant).
-    std::vector<std::unique_ptr<Backend>> backends;
+    std::vector<std::shared_ptr<Backend>> backends;
     std::vector<std::string> backend_labels;
     for (Arm& arm : arms) {
       const std::string key = "gemv" + std::to_string(arm.gemv_rows) + (arm.kernel_variant ? "+oldkernels" : "") +
@@ -223,34 +230,44 @@ int main(int argc, char** argv) {
 
     nlohmann::json report = nlohmann::json::array();
     nlohmann::json profiles = nlohmann::json::array();
-    std::vector<std::unique_ptr<Generator>> gens;
-    for (auto& b : backends) gens.push_back(std::make_unique<Generator>(*b));
     for (int32_t batch : batches) {
-      std::vector<GenerateRequest> reqs(static_cast<size_t>(batch));
+      std::vector<EngineRequest> reqs;
       for (int32_t i = 0; i < batch; ++i) {
-        reqs[static_cast<size_t>(i)].prompt = ids;
-        reqs[static_cast<size_t>(i)].prompt.back() = ids[static_cast<size_t>(i) % ids.size()];
-        reqs[static_cast<size_t>(i)].max_tokens = decode_tokens;  // no stop ids: always the full length
+        reqs.push_back(greedy_request(ids, decode_tokens));
+        reqs.back().prompt_ids.back() = ids[static_cast<size_t>(i) % ids.size()];
+        reqs.back().sampling.ignore_eos = true;  // always the full length
       }
+      // The whole batch at once: its prompts in one step, then its decodes together. No
+      // prefix cache: every repeat computes every prompt (and arms share backends).
+      EngineOptions eo;
+      eo.max_num_seqs = batch;
+      eo.prefill_chunk = batch * prompt_tokens;
+      eo.prefix_caching = false;
       std::vector<std::vector<double>> prefill_rates(arms.size()), decode_rates(arms.size());
       std::vector<std::vector<std::vector<int32_t>>> first_tokens(arms.size());
       for (int r = 0; r < repeat; ++r) {
         for (size_t k = 0; k < arms.size(); ++k) {
-          Generator& gen = *gens[arms[k].backend];
-          gen.set_device_sampling(arms[k].device_sampling);
-          const auto results = gen.generate(reqs);
+          eo.device_sampling = arms[k].device_sampling;
+          Engine engine(backends[arms[k].backend], tok, eo);
+          std::vector<double> steps;
+          const auto results = run_offline(engine, reqs, &steps);
           for (const auto& res : results) {
-            if (static_cast<int32_t>(res.tokens.size()) != decode_tokens) throw std::runtime_error("a sequence returned the wrong number of tokens");
-            const std::string out = tok->decode(res.tokens);
+            if (static_cast<int32_t>(res.token_ids.size()) != decode_tokens) throw std::runtime_error("a sequence returned the wrong number of tokens");
+            const std::string out = tok->decode(res.token_ids);
             if (out.empty() || !sy::is_valid_utf8(out)) throw std::runtime_error("a sequence decoded to empty or invalid text");
           }
-          if (r == 0) first_tokens[k] = {results[0].tokens};
-          const auto& t = gen.last_timing();
-          prefill_rates[k].push_back(static_cast<double>(t.prefill_tokens) / t.prefill_s);
-          decode_rates[k].push_back(static_cast<double>(t.decode_tokens) / t.decode_s);
+          // One prefill step that also chose every first token, then decode_tokens - 1 decode steps.
+          if (static_cast<int32_t>(steps.size()) != decode_tokens) throw std::runtime_error("the batch did not run as one prefill step and its decode steps");
+          if (r == 0) first_tokens[k] = {results[0].token_ids};
+          const double prefill_s = steps[0];
+          double decode_s = 0;
+          for (size_t i = 1; i < steps.size(); ++i) decode_s += steps[i];
+          const int64_t prefill_tokens = int64_t{batch} * prompt_tokens, decoded = int64_t{batch} * (decode_tokens - 1);
+          prefill_rates[k].push_back(static_cast<double>(prefill_tokens) / prefill_s);
+          decode_rates[k].push_back(static_cast<double>(decoded) / decode_s);
           std::fprintf(stderr, "  batch %d repeat %d [%s]: prefill %lld tok in %.3f s (%.1f tok/s), decode %lld tok in %.3f s (%.2f tok/s)\n",
-                       batch, r + 1, arms[k].label.c_str(), static_cast<long long>(t.prefill_tokens), t.prefill_s,
-                       prefill_rates[k].back(), static_cast<long long>(t.decode_tokens), t.decode_s, decode_rates[k].back());
+                       batch, r + 1, arms[k].label.c_str(), static_cast<long long>(prefill_tokens), prefill_s,
+                       prefill_rates[k].back(), static_cast<long long>(decoded), decode_s, decode_rates[k].back());
         }
       }
       // Host and device argmax on the same backend must agree token for token.
@@ -273,7 +290,7 @@ int main(int argc, char** argv) {
       if (a.has("profile-prefill")) {
         const BatchPlan plan = prefill_plan(batch, backends[0]->block_size(), ids);
         for (size_t b = 0; b < backends.size(); ++b) {
-          const StepProfile p = backends[b]->profile_step(plan, 5);
+          const StepProfile p = profile_step(*backends[b], plan, 5);
           if (p.ops.empty() && p.forward_ms == 0) continue;
           profiles.push_back(print_profile(p, batch, backend_labels[b], "prefill"));
         }
@@ -281,7 +298,7 @@ int main(int argc, char** argv) {
       if (a.has("profile")) {
         const BatchPlan plan = decode_plan(batch, prompt_tokens + decode_tokens - 1, backends[0]->block_size(), ids);
         for (size_t b = 0; b < backends.size(); ++b) {
-          const StepProfile p = backends[b]->profile_step(plan, 9);
+          const StepProfile p = profile_step(*backends[b], plan, 9);
           if (p.ops.empty() && p.forward_ms == 0) continue;
           profiles.push_back(print_profile(p, batch, backend_labels[b], "decode"));
         }

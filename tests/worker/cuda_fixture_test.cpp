@@ -18,9 +18,10 @@
 
 #include "fixture_model_test.h"
 #include "kernels/cuda_test_util.h"
+#include "offline_engine.h"
 #include "worker/backend/backend.h"
 #include "worker/backend/cuda_backend.h"
-#include "worker/engine/generator.h"
+#include "worker/engine/block_allocator.h"
 #include "worker/engine/sampler.h"
 #include "worker/model/rank_shape.h"
 
@@ -41,12 +42,11 @@ struct LogitsError {
   double rms = 0;  // of the worst prompt
 };
 
-LogitsError logits_error(Backend& backend, const nlohmann::json& golden) {
-  Generator gen(backend);
+LogitsError logits_error(Engine& engine, const nlohmann::json& golden) {
   LogitsError e;
   for (const auto& p : golden["prompts"]) {
     const std::vector<float> got =
-        gen.prompt_logits(p["ids"].get<std::vector<int32_t>>(), p["logits_positions"] == "all");
+        engine.prompt_logits(p["ids"].get<std::vector<int32_t>>(), p["logits_positions"] == "all");
     const std::vector<float> want =
         testing::read_f32_file(testing::fixture_path(p["logits_file"].get<std::string>()));
     EXPECT_EQ(got.size(), want.size()) << p["text"];
@@ -79,6 +79,13 @@ std::vector<int32_t> head(const std::vector<int32_t>& v, size_t n) {
   return {v.begin(), v.begin() + static_cast<ptrdiff_t>(std::min(n, v.size()))};
 }
 
+// The golden prompts as greedy requests of 32 tokens.
+std::vector<EngineRequest> golden_requests(const nlohmann::json& golden) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (const auto& p : golden["prompts"]) prompts.push_back(p["ids"].get<std::vector<int32_t>>());
+  return testing::greedy_requests(prompts, 32);
+}
+
 float max_abs_tolerance(const FixtureModel& m) {
   return m.same_weights ? 0.05f : 0.15f;
 }
@@ -95,8 +102,7 @@ class CudaFixture : public testing::FixtureModelTest {
 };
 
 TEST_P(CudaFixture, LogitsWithinBf16ToleranceOfGolden) {
-  auto backend = open_cuda(*src_, 16);
-  const LogitsError e = logits_error(*backend, golden_);
+  const LogitsError e = logits_error(*testing::offline_engine(open_cuda(*src_, 16), *src_), golden_);
   std::printf("%s: max |logit - golden| %.4g, worst prompt RMS %.4g\n", GetParam().path.c_str(),
               e.max_abs, e.rms);
   RecordProperty("max_abs_diff", std::to_string(e.max_abs));
@@ -108,20 +114,14 @@ TEST_P(CudaFixture, LogitsWithinBf16ToleranceOfGolden) {
 class CudaSameWeightsFixture : public CudaFixture {};
 
 TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
-  auto backend = open_cuda(*src_, 16);
-  const float err = logits_error(*backend, golden_).max_abs;
-  std::vector<GenerateRequest> reqs;
-  for (const auto& p : golden_["prompts"]) {
-    GenerateRequest r;
-    r.prompt = p["ids"].get<std::vector<int32_t>>();
-    r.max_tokens = 32;
-    reqs.push_back(r);
-  }
-  Generator gen(*backend);
+  std::shared_ptr<Backend> backend = open_cuda(*src_, 16);
+  auto gen = testing::offline_engine(backend, *src_);
+  const float err = logits_error(*gen, golden_).max_abs;
+  const std::vector<EngineRequest> reqs = golden_requests(golden_);
   std::vector<std::vector<int32_t>> alone;
   size_t compared = 0;
   for (size_t i = 0; i < reqs.size(); ++i) {
-    alone.push_back(gen.generate({reqs[i]})[0].tokens);
+    alone.push_back(testing::run_tokens(*gen, {reqs[i]})[0]);
     const size_t n = decided_steps(golden_["prompts"][i], err);
     compared += n;
     EXPECT_EQ(head(alone.back(), n),
@@ -136,24 +136,19 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
   // In a batch of five (graph of 5), chunked (mixed prefill and decode, eager), and with
   // no graph for five (max_num_seqs 1: eager decode). Rows of a batch are computed by
   // other kernel shapes, so they agree up to the same margin rule.
-  const auto batched = gen.generate(reqs);
-  Generator chunked_gen(*backend, 2);
-  const auto chunked = chunked_gen.generate(reqs);
-  auto eager_backend = open_cuda(*src_, 1);
-  Generator eager_gen(*eager_backend);
-  const auto eager = eager_gen.generate(reqs);
+  const auto batched = testing::run_tokens(*gen, reqs);
+  const auto chunked = testing::run_tokens(*testing::offline_engine(backend, *src_, 2), reqs);
+  const auto eager = testing::run_tokens(*testing::offline_engine(open_cuda(*src_, 1), *src_), reqs);
   // The argmax taken on the host from the fp32 logits instead of on the device.
-  Generator host_gen(*backend);
-  host_gen.set_device_sampling(false);
-  const auto host = host_gen.generate(reqs);
+  const auto host = testing::run_tokens(*testing::offline_engine(backend, *src_, 0, false), reqs);
   for (size_t i = 0; i < reqs.size(); ++i) {
     const size_t n = decided_steps(golden_["prompts"][i], err);
-    EXPECT_EQ(head(batched[i].tokens, n), head(alone[i], n))
+    EXPECT_EQ(head(batched[i], n), head(alone[i], n))
         << "prompt " << i << " in a batch of 5";
-    EXPECT_EQ(head(chunked[i].tokens, n), head(alone[i], n)) << "prompt " << i << " chunked";
+    EXPECT_EQ(head(chunked[i], n), head(alone[i], n)) << "prompt " << i << " chunked";
     // Same kernels and shapes as the graph replay of the batch: identical.
-    EXPECT_EQ(eager[i].tokens, batched[i].tokens) << "prompt " << i << " eager batch of 5";
-    EXPECT_EQ(host[i].tokens, batched[i].tokens) << "prompt " << i << " argmax on the host";
+    EXPECT_EQ(eager[i], batched[i]) << "prompt " << i << " eager batch of 5";
+    EXPECT_EQ(host[i], batched[i]) << "prompt " << i << " argmax on the host";
   }
 
   // The other decode paths (BackendTuning::decode_variant 0: RoPE and the KV write
@@ -172,19 +167,18 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
     BackendOptions opt;
     opt.tuning.decode_variant = other.decode_variant;
     opt.tuning.programmatic_launch = other.pdl;
-    auto other_backend = open_cuda(*src_, 16, opt);
-    Generator other_gen(*other_backend);
-    Generator other_chunked_gen(*other_backend, 2);
-    const auto other_batched = other_gen.generate(reqs);
-    const auto other_chunked = other_chunked_gen.generate(reqs);
+    std::shared_ptr<Backend> other_backend = open_cuda(*src_, 16, opt);
+    auto other_gen = testing::offline_engine(other_backend, *src_);
+    const auto other_batched = testing::run_tokens(*other_gen, reqs);
+    const auto other_chunked = testing::run_tokens(*testing::offline_engine(other_backend, *src_, 2), reqs);
     for (size_t i = 0; i < reqs.size(); ++i) {
       const size_t n = decided_steps(golden_["prompts"][i], err);
       const std::string what = "prompt " + std::to_string(i) + ", decode variant " +
                                std::to_string(other.decode_variant) + (other.pdl ? " pdl" : "");
-      EXPECT_EQ(head(other_gen.generate({reqs[i]})[0].tokens, n), head(alone[i], n))
+      EXPECT_EQ(head(testing::run_tokens(*other_gen, {reqs[i]})[0], n), head(alone[i], n))
           << what << " alone";
-      EXPECT_EQ(head(other_batched[i].tokens, n), head(alone[i], n)) << what << " in a batch of 5";
-      EXPECT_EQ(head(other_chunked[i].tokens, n), head(alone[i], n)) << what << " chunked";
+      EXPECT_EQ(head(other_batched[i], n), head(alone[i], n)) << what << " in a batch of 5";
+      EXPECT_EQ(head(other_chunked[i], n), head(alone[i], n)) << what << " chunked";
     }
   }
 }
@@ -220,8 +214,7 @@ TEST_P(CudaFixture, TensorParallelLogitsWithinBf16ToleranceOfGolden) {
   const std::vector<int> sizes = tensor_parallel_sizes(*src_);
   if (sizes.empty()) GTEST_SKIP() << "neither tp 2 nor tp 4 divides this model";
   for (int tp : sizes) {
-    auto backend = open_cuda_group(*src_, tp, 16);
-    const LogitsError e = logits_error(*backend, golden_);
+    const LogitsError e = logits_error(*testing::offline_engine(open_cuda_group(*src_, tp, 16), *src_), golden_);
     std::printf("%s tp %d: max |logit - golden| %.4g, worst prompt RMS %.4g\n", GetParam().path.c_str(), tp,
                 e.max_abs, e.rms);
     EXPECT_LE(e.max_abs, max_abs_tolerance(GetParam())) << "tp " << tp;
@@ -234,28 +227,20 @@ TEST_P(CudaFixture, TensorParallelLogitsWithinBf16ToleranceOfGolden) {
 TEST_P(CudaSameWeightsFixture, TensorParallelGreedyMatchesGoldenAndOneRank) {
   const std::vector<int> sizes = tensor_parallel_sizes(*src_);
   if (sizes.empty()) GTEST_SKIP() << "neither tp 2 nor tp 4 divides this model";
-  std::vector<GenerateRequest> reqs;
-  for (const auto& p : golden_["prompts"]) {
-    GenerateRequest r;
-    r.prompt = p["ids"].get<std::vector<int32_t>>();
-    r.max_tokens = 32;
-    reqs.push_back(r);
-  }
-  auto one = open_cuda(*src_, 16);
+  const std::vector<EngineRequest> reqs = golden_requests(golden_);
+  auto one = testing::offline_engine(open_cuda(*src_, 16), *src_);
   const float one_err = logits_error(*one, golden_).max_abs;
-  Generator one_gen(*one);
-  const auto one_batched = one_gen.generate(reqs);
+  const auto one_batched = testing::run_tokens(*one, reqs);
   for (int tp : sizes) {
-    auto backend = open_cuda_group(*src_, tp, 16);
-    const float err = std::max(one_err, logits_error(*backend, golden_).max_abs);
-    Generator gen(*backend);
-    const auto batched = gen.generate(reqs);
+    auto gen = testing::offline_engine(open_cuda_group(*src_, tp, 16), *src_);
+    const float err = std::max(one_err, logits_error(*gen, golden_).max_abs);
+    const auto batched = testing::run_tokens(*gen, reqs);
     for (size_t i = 0; i < reqs.size(); ++i) {
       const size_t n = decided_steps(golden_["prompts"][i], err);
-      const auto alone = gen.generate({reqs[i]})[0].tokens;
+      const auto alone = testing::run_tokens(*gen, {reqs[i]})[0];
       EXPECT_EQ(head(alone, n), head(golden_["prompts"][i]["greedy_32"].get<std::vector<int32_t>>(), n))
           << "tp " << tp << ", prompt " << i << ", first " << n << " tokens";
-      EXPECT_EQ(head(batched[i].tokens, n), head(one_batched[i].tokens, n)) << "tp " << tp << ", prompt " << i << " in a batch of 5";
+      EXPECT_EQ(head(batched[i], n), head(one_batched[i], n)) << "tp " << tp << ", prompt " << i << " in a batch of 5";
     }
   }
 }

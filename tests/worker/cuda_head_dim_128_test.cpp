@@ -12,8 +12,8 @@
 #include "fixture_util.h"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda_test_util.h"
+#include "offline_engine.h"
 #include "worker/backend/backend.h"
-#include "worker/engine/generator.h"
 #include "tiny128_model.h"
 
 namespace sy {
@@ -32,19 +32,21 @@ TEST(CudaHeadDim128, PrefillLogitsMatchTheCpuBackend) {
     opt.tuning.prefill_attention_kernel = attention_kernel;
     return create_backend(device, *src, config, opt);
   };
-  auto cpu = open("cpu", 0);
-  auto wgmma = open("cuda", 1);
-  auto mma = open("cuda", 0);
+  auto cpu = testing::offline_engine(open("cpu", 0), *src);
+  std::shared_ptr<Backend> wgmma_backend = open("cuda", 1);
+  auto wgmma = testing::offline_engine(wgmma_backend, *src);
+  auto wgmma_chunked = testing::offline_engine(wgmma_backend, *src, 2);
+  auto mma = testing::offline_engine(open("cuda", 0), *src);
   std::printf("prefill attention kernel 1 (wgmma) %s on this device\n",
               cuda::prefill_wgmma_available() ? "runs" : "is not available: both run mma.sync");
 
   for (const int32_t n : {700, 129}) {
     std::vector<int32_t> ids(n);
     for (int32_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((i * 7919 + 13) % config.vocab);
-    const std::vector<float> want = Generator(*cpu).prompt_logits(ids, false);
-    const std::vector<float> got_wgmma = Generator(*wgmma).prompt_logits(ids, false);
-    const std::vector<float> got_mma = Generator(*mma).prompt_logits(ids, false);
-    const std::vector<float> chunked = Generator(*wgmma, 2).prompt_logits(ids, false);
+    const std::vector<float> want = cpu->prompt_logits(ids, false);
+    const std::vector<float> got_wgmma = wgmma->prompt_logits(ids, false);
+    const std::vector<float> got_mma = mma->prompt_logits(ids, false);
+    const std::vector<float> chunked = wgmma_chunked->prompt_logits(ids, false);
     const double e_wgmma = relative_error(got_wgmma, want), e_mma = relative_error(got_mma, want);
     const double e_chunked = relative_error(chunked, want),
                  e_kernels = relative_error(got_wgmma, got_mma);

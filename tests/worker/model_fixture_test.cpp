@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "fixture_model_test.h"
+#include "offline_engine.h"
 #include "worker/backend/backend.h"
-#include "worker/engine/generator.h"
 
 namespace sy {
 namespace {
@@ -27,13 +27,12 @@ struct Diff {
 };
 
 // Compares every golden prompt's logits; returns the worst prompt's numbers.
-Diff compare_logits(Backend& backend, const nlohmann::json& golden, float top20_tolerance) {
-  Generator gen(backend);
-  const int vocab = backend.config().vocab;
+Diff compare_logits(Engine& engine, const nlohmann::json& golden, float top20_tolerance) {
+  const int vocab = engine.config().vocab;
   Diff worst;
   for (const auto& p : golden["prompts"]) {
     const auto ids = p["ids"].get<std::vector<int32_t>>();
-    const std::vector<float> got = gen.prompt_logits(ids, p["logits_positions"] == "all");
+    const std::vector<float> got = engine.prompt_logits(ids, p["logits_positions"] == "all");
     const std::vector<float> want = testing::read_f32_file(testing::fixture_path(p["logits_file"].get<std::string>()));
     EXPECT_EQ(got.size(), want.size()) << p["text"];
     if (got.size() != want.size()) return {INFINITY, INFINITY};
@@ -62,8 +61,8 @@ Diff compare_logits(Backend& backend, const nlohmann::json& golden, float top20_
 class ModelFixture : public testing::FixtureModelTest {};
 
 TEST_P(ModelFixture, LogitsMatchGolden) {
-  auto backend = open_backend(*src_, false);
-  const Diff d = compare_logits(*backend, golden_, GetParam().max_abs_tolerance);
+  auto engine = testing::offline_engine(open_backend(*src_, false), *src_);
+  const Diff d = compare_logits(*engine, golden_, GetParam().max_abs_tolerance);
   EXPECT_LE(d.max_abs, GetParam().max_abs_tolerance);
   EXPECT_LE(d.rms, GetParam().rms_tolerance);
   RecordProperty("max_abs_diff", std::to_string(d.max_abs));
@@ -77,33 +76,29 @@ TEST_P(ModelFixture, LogitsMatchGolden) {
 class SameWeightsFixture : public ModelFixture {};
 
 TEST_P(SameWeightsFixture, LogitsMatchGoldenToFloat32RoundingUnderTransformersRope) {
-  auto backend = open_backend(*src_, true);
-  const Diff d = compare_logits(*backend, golden_, 2e-5f);
+  auto engine = testing::offline_engine(open_backend(*src_, true), *src_);
+  const Diff d = compare_logits(*engine, golden_, 2e-5f);
   EXPECT_LE(d.max_abs, 2e-5f);
 }
 
 // Q8_0 is compared on logits only (see fixtures/README.md).
 TEST_P(SameWeightsFixture, GreedyMatchesGoldenAloneBatchedAndChunked) {
-  auto backend = open_backend(*src_, false);
-  std::vector<GenerateRequest> reqs;
-  for (const auto& p : golden_["prompts"]) {
-    GenerateRequest r;
-    r.prompt = p["ids"].get<std::vector<int32_t>>();
-    r.max_tokens = 32;
-    reqs.push_back(r);
-  }
-  Generator gen(*backend);
+  std::shared_ptr<Backend> backend = open_backend(*src_, false);
+  std::vector<std::vector<int32_t>> prompts;
+  for (const auto& p : golden_["prompts"]) prompts.push_back(p["ids"].get<std::vector<int32_t>>());
+  const std::vector<EngineRequest> reqs = testing::greedy_requests(prompts, 32);
+  auto engine = testing::offline_engine(backend, *src_);
   std::vector<std::vector<int32_t>> alone;
   for (size_t i = 0; i < reqs.size(); ++i) {
-    alone.push_back(gen.generate({reqs[i]})[0].tokens);
+    alone.push_back(testing::run_tokens(*engine, {reqs[i]})[0]);
     EXPECT_EQ(alone.back(), golden_["prompts"][i]["greedy_32"].get<std::vector<int32_t>>()) << "prompt " << i;
   }
-  const auto batched = gen.generate(reqs);
-  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(batched[i].tokens, alone[i]) << "prompt " << i << " in a batch of 5";
+  const auto batched = testing::run_tokens(*engine, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(batched[i], alone[i]) << "prompt " << i << " in a batch of 5";
   // Chunked prefill (2 tokens per step) mixed with other sequences' decode steps.
-  Generator chunked(*backend, 2);
-  const auto c = chunked.generate(reqs);
-  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(c[i].tokens, alone[i]) << "prompt " << i << " chunked";
+  auto chunked = testing::offline_engine(backend, *src_, 2);
+  const auto c = testing::run_tokens(*chunked, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(c[i], alone[i]) << "prompt " << i << " chunked";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelFixture, ::testing::ValuesIn(testing::all_fixture_models()), testing::fixture_param_name);

@@ -7,8 +7,8 @@
 
 #include "common/half.h"
 #include "fixture_edit.h"
+#include "offline_engine.h"
 #include "worker/backend/backend.h"
-#include "worker/engine/generator.h"
 
 namespace sy {
 namespace {
@@ -17,9 +17,7 @@ std::vector<float> logits_of(const std::string& path, const std::vector<int32_t>
   auto src = ModelSource::open(path);
   BackendOptions opt;
   opt.num_kv_blocks = 8;
-  auto backend = create_backend("cpu", *src, ModelConfig::from_source(*src), opt);
-  Generator gen(*backend);
-  return gen.prompt_logits(ids, true);
+  return testing::offline_engine(create_backend("cpu", *src, ModelConfig::from_source(*src), opt), *src)->prompt_logits(ids, true);
 }
 
 const std::vector<int32_t> kIds = {128000, 12522, 5304, 264, 892, 11, 1070};

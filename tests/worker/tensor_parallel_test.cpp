@@ -13,10 +13,10 @@
 #include "engine_test_util.h"
 #include "fixture_model_test.h"
 #include "invariance_checks.h"
+#include "offline_engine.h"
 #include "policy/block_hash.h"
 #include "worker/engine/engine.h"
 #include "worker/backend/group_backend.h"
-#include "worker/engine/generator.h"
 #include "tiny128_model.h"
 
 namespace sy {
@@ -49,20 +49,20 @@ std::vector<int32_t> some_ids(int32_t n, int32_t vocab, int32_t salt) {
 
 // Logits of every position of each prompt and 32 greedy tokens, at tp against tp 1.
 void expect_tp_matches_tp1(const ModelSource& src, int tp, const std::vector<std::vector<int32_t>>& prompts) {
-  auto one = open_cpu(src, 1);
-  auto group = open_cpu(src, tp);
+  std::shared_ptr<Backend> group = open_cpu(src, tp);
   const auto* g = dynamic_cast<const GroupBackend*>(group.get());
   ASSERT_TRUE(g && g->size() == tp) << "not a group of " << tp << " ranks";
+  auto one = testing::offline_engine(open_cpu(src, 1), src);
+  auto chunked_group = testing::offline_engine(group, src, 3);  // chunked prefill, batched decode
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const auto want = Generator(*one).prompt_logits(prompts[i], true);
-    const auto got = Generator(*group).prompt_logits(prompts[i], true);
+    const auto want = one->prompt_logits(prompts[i], true);
+    const auto got = chunked_group->prompt_logits(prompts[i], true);
     EXPECT_LT(scaled_diff(got, want), 1e-4) << "tp " << tp << ", prompt " << i;
   }
-  std::vector<GenerateRequest> reqs;
-  for (const auto& p : prompts) reqs.push_back({p, 32, {}});
-  const auto a = Generator(*one).generate(reqs);
-  const auto b = Generator(*group, 3).generate(reqs);  // chunked prefill, batched decode
-  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(b[i].tokens, a[i].tokens) << "tp " << tp << ", prompt " << i;
+  const std::vector<EngineRequest> reqs = testing::greedy_requests(prompts, 32);
+  const auto a = testing::run_tokens(*one, reqs);
+  const auto b = testing::run_tokens(*chunked_group, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(b[i], a[i]) << "tp " << tp << ", prompt " << i;
 }
 
 class CpuTensorParallel : public testing::FixtureModelTest {};

@@ -1,5 +1,6 @@
 #include "worker/cli/commands.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,7 +12,9 @@
 #include "worker/backend/backend.h"
 #include "common/cli/args.h"
 #include "common/cli/serve_flags.h"
-#include "worker/engine/generator.h"
+#include "worker/engine/block_allocator.h"
+#include "worker/engine/engine.h"
+#include "worker/engine/offline.h"
 #include "worker/model/make_model.h"
 
 namespace sy::cli {
@@ -20,7 +23,7 @@ namespace {
 std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 // A backend with just enough KV blocks for `tokens` tokens (or --kv-blocks).
-std::unique_ptr<Backend> open_backend(const ModelSource& src, const Args& a, int64_t tokens) {
+std::shared_ptr<Backend> open_backend(const ModelSource& src, const Args& a, int64_t tokens) {
   const ModelConfig config = ModelConfig::from_source(src);
   BackendOptions opt;
   opt.block_size = static_cast<int32_t>(a.get_int("block-size", 16));
@@ -77,8 +80,10 @@ int run_eval(const std::vector<std::string>& argv) {
   const std::string out_path = a.get("logits-out");
   auto src = ModelSource::open(a.get("model"));
   auto backend = open_backend(*src, a, static_cast<int64_t>(ids.size()));
-  Generator gen(*backend);
-  const std::vector<float> logits = gen.prompt_logits(ids, !a.has("last-only"));
+  EngineOptions eo;
+  eo.prefill_chunk = static_cast<int32_t>(std::max<size_t>(1, ids.size()));  // the whole prompt in one step
+  Engine engine(backend, Tokenizer::from_model(*src), eo);
+  const std::vector<float> logits = engine.prompt_logits(ids, !a.has("last-only"));
   std::ofstream out(out_path, std::ios::binary);
   out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(float)));
   if (!out) throw std::runtime_error(out_path + ": write failed");
@@ -92,33 +97,41 @@ int run_generate(const std::vector<std::string>& argv) {
   if (a.has("prompt") + a.has("prompt-ids") + a.has("messages") != 1) throw UsageError("give exactly one of --prompt, --prompt-ids and --messages");
   const double temperature = a.get_double("temperature", 0.0);
   if (temperature != 0.0)
-    throw UsageError("only --temperature 0 (greedy) is implemented by this command; sampling arrives with the serving engine");
+    throw UsageError("only --temperature 0 (greedy) is implemented by this command");
   const int64_t max_tokens = a.get_int("max-tokens", 16);
   if (max_tokens < 0 || max_tokens > 1'000'000) throw UsageError("--max-tokens must be in 0..1000000");
   auto src = ModelSource::open(a.get("model"));
-  auto tok = Tokenizer::from_model(*src);
-  GenerateRequest req;
+  std::shared_ptr<const Tokenizer> tok = Tokenizer::from_model(*src);
+  std::vector<int32_t> prompt;
   if (a.has("prompt-ids")) {
-    req.prompt = parse_id_list(a.get("prompt-ids"));
+    prompt = parse_id_list(a.get("prompt-ids"));
   } else if (a.has("prompt")) {
-    req.prompt = tok->encode(a.get("prompt"), true);
+    prompt = tok->encode(a.get("prompt"), true);
   } else {  // a rendered chat already holds the special tokens the template wants
-    req.prompt = tok->encode(render_chat(*src, *tok, a.get("messages"), a.has("no-thinking")), false);
+    prompt = tok->encode(render_chat(*src, *tok, a.get("messages"), a.has("no-thinking")), false);
   }
-  req.max_tokens = static_cast<int32_t>(max_tokens);
-  if (!a.has("ignore-eos")) req.stop_ids = tok->stop_ids();
-  auto backend = open_backend(*src, a, static_cast<int64_t>(req.prompt.size()) + max_tokens);
-  Generator gen(*backend, static_cast<int32_t>(a.get_int("prefill-chunk", 0)));
-  const GenerateResult r = gen.generate({req})[0];
-  const std::string text = tok->decode(r.tokens);
+  // The serving engine, run on this thread: one sequence, its prompt in chunks of
+  // --prefill-chunk tokens (0: all at once), tokens sampled and stopped as `serve` does.
+  const int64_t whole_prompt = std::max<int64_t>(1, static_cast<int64_t>(prompt.size()));
+  const int64_t prefill_chunk = a.get_int("prefill-chunk", 0);
+  EngineOptions eo;
+  eo.max_num_seqs = 1;
+  eo.prefill_chunk = static_cast<int32_t>(prefill_chunk > 0 ? std::min(prefill_chunk, whole_prompt) : whole_prompt);
+  Engine engine(open_backend(*src, a, static_cast<int64_t>(prompt.size()) + max_tokens), tok, eo);
+  EngineRequest req = greedy_request(prompt, static_cast<int32_t>(max_tokens));
+  req.sampling.ignore_eos = a.has("ignore-eos");
+  req.sampling.skip_special_tokens = false;  // the text of every generated token, as decode() gives it
+  const Completion r = run_offline(engine, {std::move(req)})[0];
+  if (r.finish.reason == FinishReason::kError) throw std::runtime_error(r.finish.error);
   if (a.has("json")) {
     nlohmann::json out;
-    out["prompt_ids"] = req.prompt;
-    out["token_ids"] = r.tokens;
-    out["text"] = text;
-    out["finish_reason"] = r.finish == GenerateResult::Finish::kStop ? "stop" : "length";
+    out["prompt_ids"] = prompt;
+    out["token_ids"] = r.token_ids;
+    out["text"] = r.text;
+    out["finish_reason"] = finish_reason_name(r.finish.reason);
     std::puts(dump(out).c_str());
   } else {
+    const std::string& text = r.text;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fputc('\n', stdout);
   }

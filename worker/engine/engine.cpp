@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "common/check.h"
@@ -109,7 +110,7 @@ class Engine::Impl {
     }
     // Tokens are chosen on the device when the backend can and no row needs the whole
     // logits row on the host (penalties read the context; logprobs the softmax).
-    bool on_device = engine.backend_->samples_on_device();
+    bool on_device = engine.options_.device_sampling && engine.backend_->samples_on_device();
     rows.clear();
     for (const ScheduledSeq& e : sched.entries) {
       if (!e.sample) continue;
@@ -175,7 +176,7 @@ class Engine::Impl {
   }
 };
 
-Engine::Engine(std::unique_ptr<Backend> backend, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options)
+Engine::Engine(std::shared_ptr<Backend> backend, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options)
     : backend_(std::move(backend)), tokenizer_(std::move(tokenizer)), options_(options) {
   impl_ = std::make_unique<Impl>(*this);
   impl_->update_gauges();
@@ -239,6 +240,78 @@ void Engine::cancel(const std::string& request_id) {
   inbox_cv_.notify_all();
 }
 
+Engine::StepResult Engine::admit_and_step() {
+  std::deque<EngineRequest> submitted;
+  std::vector<std::string> cancelled;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    submitted.swap(submitted_);
+    cancelled.swap(cancelled_);
+  }
+  for (auto& r : submitted) impl_->accept(std::move(r));
+  for (const auto& id : cancelled) impl_->cancel(id);
+  StepResult result;
+  try {
+    result = impl_->step() ? StepResult::kRan : StepResult::kNothingToRun;
+  } catch (const std::exception& e) {
+    fail_fatally(e.what());
+    return StepResult::kFailed;
+  }
+  impl_->kv.flush_events();
+  impl_->update_gauges();
+  return result;
+}
+
+bool Engine::run_step() {
+  SY_CHECK_MSG(!thread_.joinable(), "run_step() is for an engine that was not started");
+  if (!failure().empty()) return false;
+  return admit_and_step() == StepResult::kRan;
+}
+
+void Engine::run_until_idle() {
+  while (run_step()) {
+  }
+  // A step runs whenever work waits and the cache is idle (the scheduler preempts the
+  // rest), and a failure ends every request.
+  SY_CHECK_MSG(impl_->scheduler.idle(), "requests are waiting but none could be scheduled");
+}
+
+std::vector<float> Engine::prompt_logits(const std::vector<int32_t>& prompt, bool all_positions) {
+  SY_CHECK_MSG(!thread_.joinable(), "prompt_logits() is for an engine that was not started");
+  const ModelConfig& c = backend_->config();
+  if (prompt.empty()) throw std::invalid_argument("empty prompt");
+  if (static_cast<int64_t>(prompt.size()) > c.max_context)
+    throw std::invalid_argument("prompt of " + std::to_string(prompt.size()) + " tokens exceeds the model's context of " +
+                                std::to_string(c.max_context));
+  for (int32_t id : prompt)
+    if (id < 0 || id >= c.vocab) throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary");
+  const int32_t bs = backend_->block_size();
+  const auto len = static_cast<int32_t>(prompt.size());
+  std::vector<int32_t> blocks;
+  if (!impl_->kv.allocate(blocks_for(len, bs), blocks)) throw std::invalid_argument("the prompt does not fit the KV cache");
+  // In steps of at most prefill_chunk tokens, each reading the KV cache the earlier ones
+  // wrote, as the scheduler runs a long prompt.
+  std::vector<float> logits, step_logits;
+  try {
+    for (int32_t done = 0; done < len;) {
+      const int32_t n = std::min(len - done, options_.prefill_chunk);
+      const bool last = done + n == len;
+      BatchPlan plan;
+      plan.add_sequence({prompt.begin() + done, prompt.begin() + done + n}, done,
+                        {blocks.begin(), blocks.begin() + blocks_for(done + n, bs)}, bs,
+                        all_positions ? BatchPlan::Logits::kAll : last ? BatchPlan::Logits::kLast : BatchPlan::Logits::kNone);
+      backend_->forward(plan, step_logits);
+      if (all_positions || last) logits.insert(logits.end(), step_logits.begin(), step_logits.end());
+      done += n;
+    }
+  } catch (...) {
+    impl_->kv.release(blocks);
+    throw;
+  }
+  impl_->kv.release(blocks);
+  return logits;
+}
+
 void Engine::run() {
   // Warm-up: one real step through the backend before the engine reports ready. Block 0
   // is written and never read before a later owner overwrites it.
@@ -252,31 +325,19 @@ void Engine::run() {
   }
   ready_ = true;
   for (;;) {
-    std::deque<EngineRequest> submitted;
-    std::vector<std::string> cancelled;
     {
       std::unique_lock<std::mutex> lock(inbox_mu_);
       inbox_cv_.wait(lock, [&] { return stopping_ || !submitted_.empty() || !cancelled_.empty() || !impl_->scheduler.idle(); });
       if (stopping_) break;
-      submitted.swap(submitted_);
-      cancelled.swap(cancelled_);
     }
-    for (auto& r : submitted) impl_->accept(std::move(r));
-    for (const auto& id : cancelled) impl_->cancel(id);
-    bool stepped = false;
-    try {
-      stepped = impl_->step();
-    } catch (const std::exception& e) {
-      return fail_fatally(e.what());
-    }
-    if (!stepped && !impl_->scheduler.idle()) {
+    const StepResult result = admit_and_step();
+    if (result == StepResult::kFailed) return;
+    if (result == StepResult::kNothingToRun && !impl_->scheduler.idle()) {
       // Work is waiting but none could be scheduled (it cannot happen with an idle
       // cache); do not spin.
       std::unique_lock<std::mutex> lock(inbox_mu_);
       inbox_cv_.wait_for(lock, std::chrono::milliseconds(1));
     }
-    impl_->kv.flush_events();
-    impl_->update_gauges();
   }
   // Requests submitted but never accepted also get their finish.
   std::deque<EngineRequest> left;

@@ -32,6 +32,10 @@ struct EngineOptions {
   int32_t prefill_chunk = 256;  // prompt tokens per step, over all sequences (decodes extra)
   uint64_t model_fingerprint = 0;  // h_{-1} of the prefix block hashes
   bool prefix_caching = true;
+  // Where the backend samples on the device, rows without penalties or logprobs are
+  // sampled there; off, every row is sampled on the host from fp32 logits (the path
+  // penalties and logprobs always take). Tests and bench/ compare the two.
+  bool device_sampling = true;
 };
 
 // Latency observations (seconds), delivered to whoever records histograms.
@@ -44,7 +48,10 @@ class LatencyObserver {
 
 class Engine {
  public:
-  Engine(std::unique_ptr<Backend> backend, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options);
+  // Engines may share a backend (tests and benchmarks compare options on one loaded
+  // model) when they run one at a time, offline, without prefix caching: each owns every
+  // KV block while it steps, and no block's contents outlive a finished request.
+  Engine(std::shared_ptr<Backend> backend, std::shared_ptr<const Tokenizer> tokenizer, EngineOptions options);
   ~Engine();  // stops the thread; live requests finish with kAbort
 
   // Called once, on the engine thread, when a step fails on the device (the backend
@@ -70,6 +77,21 @@ class Engine {
   // of the next step. Unknown ids are ignored.
   void cancel(const std::string& request_id);
 
+  // Offline use, on the calling thread of an engine that was never start()ed: the CLI's
+  // generate and eval, tests and benchmarks run the serving path without a thread or HTTP.
+  // run_step() admits what was submitted or cancelled and runs one step; false when no
+  // step ran. A device failure ends every request with kError, as on the engine thread.
+  bool run_step();
+  // run_step() until every submitted request has finished.
+  void run_until_idle();
+  // Logits of every position of `prompt` ([prompt.size(), vocab], row-major), or of its
+  // last position only ([vocab]): the prompt's prefill in steps of at most
+  // options().prefill_chunk tokens, outside the scheduler, on blocks taken from the KV
+  // cache and given back. What eval and the fixture tests compare with reference logits,
+  // which no request reports. Throws std::invalid_argument for a prompt the model or the
+  // cache cannot take.
+  std::vector<float> prompt_logits(const std::vector<int32_t>& prompt, bool all_positions);
+
   const WorkerStats& stats() const { return stats_; }
   KvEventHub& kv_events() { return kv_events_; }
   void set_latency_observer(LatencyObserver* o) { latency_ = o; }
@@ -85,8 +107,12 @@ class Engine {
  private:
   class Impl;
   void run();
+  // Admits what other threads queued, then runs one step. kFailed: the device failed and
+  // fail_fatally has reported it; the engine must not step again.
+  enum class StepResult { kRan, kNothingToRun, kFailed };
+  StepResult admit_and_step();
 
-  std::unique_ptr<Backend> backend_;
+  std::shared_ptr<Backend> backend_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   EngineOptions options_;
   WorkerStats stats_;  // for /metrics, updated by the engine thread

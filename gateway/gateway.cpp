@@ -168,12 +168,14 @@ void Gateway::handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex) {
   int32_t priority = kPriorityStandard;
   if (auto e = request_priority(req, header, priority)) return ex->respond_error(*e);
   std::vector<int32_t> ids;
-  if (auto e = prompt_ids_for(req, *tokenizer_, chat_template_.get(), ids)) return ex->respond_error(*e);
+  ChatOutputSpec output;  // how the reply is read (reasoning, tool calls); the responder parses it here
+  if (auto e = prompt_ids_for(req, *tokenizer_, chat_template_.get(), ids, &output)) return ex->respond_error(*e);
   if (auto e = check_prompt(ids, limits_, req)) return ex->respond_error(*e);
   const uint64_t id = next_id_++;
   std::ostringstream rid;
   rid << (kind == ApiKind::kChatCompletion ? "chatcmpl-" : "cmpl-") << std::hex << ::getpid() << "g" << id;
   ResponseHeader h{kind, rid.str(), req.model.empty() ? config_.served_model_name : req.model, unix_seconds()};
+  h.output = output;
   auto proxy = std::make_shared<ProxyRequest>(ctx_, ex, std::move(req), std::move(ids), std::move(h), priority, key, id);
   proxy->start();
 }

@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
   libicu-dev                   # Unicode properties, NFC and regex for the tokenizer
   clang libclang-rt-14-dev     # libFuzzer targets
+  ccache                       # a machine that is kept builds a fresh clone from its cache
   chromium                     # headless, for the dashboard test (tests/gateway)
   prometheus                   # promtool checks /metrics (tests/common/metrics_promtool_test)
 )
@@ -27,6 +28,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# ccache, where installed, in front of every compiler: on a machine that is kept (CI's
+# is, between runs) a fresh clone compiles only what changed. CCACHE_BASEDIR makes the
+# clone's own paths relative, so one clone's objects serve the next in another folder;
+# CCACHE_NOHASHDIR lets debug builds (build-asan's line tables) share them too.
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  cache="env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;ccache"
+  launcher=("-DCMAKE_C_COMPILER_LAUNCHER=$cache" "-DCMAKE_CXX_COMPILER_LAUNCHER=$cache"
+            "-DCMAKE_CUDA_COMPILER_LAUNCHER=$cache")
+fi
 jobs=$(nproc)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release ${SWITCHYARD_CMAKE_ARGS:-}
+# The tests' own sources at -O1 (tests/CMakeLists.txt: SY_TEST_FLAGS); the code under
+# test at the build type's -O3.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSY_TEST_FLAGS=-O1 "${launcher[@]}" ${SWITCHYARD_CMAKE_ARGS:-}
 cmake --build build -j"$jobs"

@@ -10,37 +10,82 @@ bash scripts/setup.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
 
 # Sanitizers: one clang build (build-asan) with ASan and UBSan in every library, UB
-# fatal, at -O1. It runs the unit suites again, then each libFuzzer target for
-# FUZZ_SECONDS on a copy of its checked-in corpus. Left out of the unit run: the suites
-# that drive whole processes over HTTP (worker server, gateway integration, limits and
-# resilience, bench against a worker, the dashboard in Chromium) and the worker CLI
-# tests, which start the worker binary dozens of times (about 5 minutes under ASan); the
-# Release run above covers them. The bench tools' own suite is left out too, and so are
-# the engine-level failover and tensor-parallel shape checks (CpuFailover.*,
-# CpuTensorParallelShapes.*): they are numerics checks that sample over a 151,936-token
-# vocabulary thousands of times (344 s for one of them under ASan) on code paths the
-# other ASan suites run too.
+# fatal, at -O1 with line tables only (enough for symbolized reports; the tests' own
+# sources at -O0, which halves their compile time: tests/CMakeLists.txt). It runs the unit
+# suites again, then the libFuzzer targets, FUZZ_JOBS at a time (nproc), each for FUZZ_SECONDS on a copy of its
+# checked-in corpus. libFuzzer's coverage instrumentation goes only into the libraries
+# the fuzzers link (sy_common, sy_http), not into what the tests alone use.
+# Every ASan, LSan and UBSan report, also one from a process that a test started (a
+# gateway may retry past a worker that died of one), goes to a file in
+# build-asan/sanitizer-logs; any report there (an ERROR or a runtime error, not a mere
+# warning) fails the run.
+# Left out of the unit run: the suites that drive whole processes over HTTP (worker
+# server, gateway integration, limits and resilience, bench against a worker, the
+# dashboard in Chromium) and the worker CLI tests, which start the worker binary dozens
+# of times (about 5 minutes under ASan); the Release run above covers them. The bench
+# tools' own suite is left out too, and so are the engine-level failover and
+# tensor-parallel shape checks (CpuFailover.*, CpuTensorParallelShapes.*): they are
+# numerics checks that sample over a 151,936-token vocabulary thousands of times (344 s
+# for one of them under ASan) on code paths the other ASan suites run too.
 fuzz_seconds=${FUZZ_SECONDS:-45}
+fuzz_jobs=${FUZZ_JOBS:-$(nproc)}
+launcher=()
+if command -v ccache >/dev/null 2>&1; then  # scripts/setup.sh says why these settings
+  launcher=("-DCMAKE_C_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;ccache"
+            "-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;ccache")
+fi
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_FLAGS_RELEASE="-O1 -gline-tables-only" -DCMAKE_CXX_FLAGS_RELEASE="-O1 -gline-tables-only" \
-  -DSWITCHYARD_SANITIZE=ON -DSWITCHYARD_FUZZ=ON -DSWITCHYARD_CUDA=OFF -DBUILD_TESTING=ON >/dev/null
+  -DSWITCHYARD_SANITIZE=ON -DSWITCHYARD_FUZZ=ON -DSWITCHYARD_CUDA=OFF -DBUILD_TESTING=ON -DSY_TEST_FLAGS=-O0 \
+  "${launcher[@]}" >/dev/null
 targets=(sy_fuzz_gguf sy_fuzz_openai_request sy_fuzz_http_request sy_fuzz_sse_relay)
 suites=(sy_common_tests sy_sse_parser_test sy_http_server_test sy_protocol_test sy_policy_tests sy_worker_tests)
 cmake --build build-asan -j"$(nproc)" --target "${targets[@]}" "${suites[@]}"
-ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+san_logs="$PWD/build-asan/sanitizer-logs"
+rm -rf "$san_logs" && mkdir -p "$san_logs"
+status=0
+ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:log_path="$san_logs/asan" \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path="$san_logs/ubsan" \
   ctest --test-dir build-asan -L "^($(IFS='|'; echo "${suites[*]}"))\$" -E '^(WorkerCli|CpuFailover|CpuTensorParallelShapes)\.' \
-  --output-on-failure -j"$(nproc)" --timeout 900
-for t in "${targets[@]}"; do
+  --output-on-failure -j"$(nproc)" --timeout 900 || status=$?
+findings=0
+for r in "$san_logs"/*; do
+  [ -e "$r" ] || continue
+  echo "== sanitizer output $r"; head -n 80 "$r"
+  grep -qE "ERROR: |runtime error:" "$r" && findings=$((findings + 1))
+done
+if [ "$findings" -gt 0 ]; then
+  echo "test: $findings sanitizer report(s) from the ASan/UBSan suites (above; files in $san_logs)"
+  exit 1
+fi
+[ "$status" -eq 0 ] || exit "$status"
+
+# One fuzzer a core: run FUZZ_JOBS at once, each for fuzz_seconds of wall time.
+run_fuzzer() {
+  local t=$1 corpus log="build-asan/$1.log"
   corpus=$(mktemp -d)
   cp tests/fuzz/corpus/"${t#sy_fuzz_}"/* "$corpus"/
-  echo "fuzz: $t for ${fuzz_seconds}s"
-  log="build-asan/$t.log"
-  if ! build-asan/bin/"$t" "$corpus" -max_total_time="$fuzz_seconds" -print_final_stats=1 >"$log" 2>&1; then
-    tail -n 60 "$log"
-    echo "fuzz: $t failed (full log: $log; the crashing input is in the working directory)"
-    exit 1
-  fi
-  grep -E "^(Done|stat::number_of_executed_units)" "$log" || true
+  local rc=0
+  build-asan/bin/"$t" "$corpus" -max_total_time="$fuzz_seconds" -print_final_stats=1 >"$log" 2>&1 || rc=$?
   rm -rf "$corpus"
+  return "$rc"
+}
+failed=()
+for ((i = 0; i < ${#targets[@]}; i += fuzz_jobs)); do
+  batch=("${targets[@]:i:fuzz_jobs}")
+  pids=()
+  echo "fuzz: ${batch[*]} for ${fuzz_seconds}s"
+  for t in "${batch[@]}"; do run_fuzzer "$t" & pids+=($!); done
+  for j in "${!batch[@]}"; do
+    t=${batch[$j]}
+    if wait "${pids[$j]}"; then
+      echo "fuzz: $t"; grep -E "^(Done|stat::number_of_executed_units)" "build-asan/$t.log" || true
+    else
+      tail -n 60 "build-asan/$t.log"
+      echo "fuzz: $t failed (full log: build-asan/$t.log; the crashing input is in the working directory)"
+      failed+=("$t")
+    fi
+  done
 done
+[ ${#failed[@]} -eq 0 ] || exit 1
 echo "test: all passed"

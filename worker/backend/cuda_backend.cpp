@@ -127,17 +127,13 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
 CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);
   drop_graphs();
-  for (cudaEvent_t e : prof_events_) cudaEventDestroy(e);
   if (ids_host_) cudaFreeHost(ids_host_);
   if (plan_host_) cudaFreeHost(plan_host_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
 void CudaBackend::check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) {
-    if (profiling_) record_op(what);
-    return;
-  }
+  if (e == cudaSuccess) return;
   if (capturing_) {  // leave the stream usable before reporting
     cudaGraph_t g = nullptr;
     cudaStreamEndCapture(stream_, &g);

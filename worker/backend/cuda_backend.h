@@ -21,6 +21,7 @@
 
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "kernels/cuda/sampling.cuh"
 #include "worker/backend/backend.h"
 #include "worker/backend/cuda_weights.h"
+#include "worker/backend/step_profile.h"
 #include "worker/model/rank_shape.h"
 
 namespace sy {
@@ -57,7 +59,8 @@ class CudaBackend : public Backend {
   bool samples_on_device() const override { return true; }
   void forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows,
                       std::vector<int32_t>& ids) override;
-  StepProfile profile_step(const BatchPlan& plan, int repeats) override;  // cuda_profile.cpp
+  // Where one step's time goes (worker/backend/step_profile.h; cuda_profile.cpp).
+  StepProfile profile_step(const BatchPlan& plan, int repeats);
 
   // Decode batch sizes replayed from a captured graph so far.
   size_t graphs_captured() const { return graphs_.size(); }
@@ -93,7 +96,9 @@ class CudaBackend : public Backend {
   // parameters from row_params_ + first, or argmax.
   void enqueue_choose(int64_t first, int64_t n, bool sampled);
   class LayerOps;  // the decoder's ops as kernel launches (cuda_step.cpp)
-  void enqueue_layers(const Step& step);
+  // `after_op`, when given, is called with each decoder op's name once it is issued
+  // (profile_step records an event there).
+  void enqueue_layers(const Step& step, const std::function<void(const char*)>* after_op = nullptr);
   void enqueue_lm_head(const __nv_bfloat16* rows, int64_t n);
   void run_graph(const Step& step);
   // The logits of the last LM head, [rows, vocab] fp32: logits_, or with tensor
@@ -149,13 +154,6 @@ class CudaBackend : public Backend {
   int64_t ids_capacity_ = 0;
   int64_t workspace_rows_ = 0;
   std::vector<cuda::SamplingRowParams> row_params_host_;
-
-  // profile_step(): while profiling_, check() records an event after each op.
-  bool profiling_ = false;
-  std::vector<cudaEvent_t> prof_events_;
-  std::vector<const char*> prof_names_;
-  size_t prof_used_ = 0;
-  void record_op(const char* name);
 };
 
 // A tensor-parallel group of devices.size() cuda ranks, rank r on devices[r], each with

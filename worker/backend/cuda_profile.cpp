@@ -1,8 +1,8 @@
-// CudaBackend::profile_step: where a step's time goes. Each op's device time comes from
-// events recorded after every launch of an eager step that the host queues whole behind
-// a delay kernel, so the kernels run back to back as in a graph and no host launch gap
-// lands in a kernel's time; then the graph replay, forward() and forward_sample() are
-// timed whole.
+// CudaBackend::profile_step: where a step's time goes. Each decoder op's device time
+// comes from events recorded after it (ObservedOps, worker/model/observed_ops.h) in an
+// eager step that the host queues whole behind a delay kernel, so the kernels run back
+// to back as in a graph and no host launch gap lands in an op's time; then the graph
+// replay, forward() and forward_sample() are timed whole.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -36,26 +36,35 @@ double now_ms() {
       .count();
 }
 
-}  // namespace
-
-void CudaBackend::record_op(const char* name) {
-  if (prof_used_ == prof_events_.size()) {
-    cudaEvent_t e = nullptr;
-    const cudaError_t err = cudaEventCreate(&e);
-    if (err != cudaSuccess) {
-      profiling_ = false;
-      check(err, "creating a profile event");
+// Events recorded on a stream, each with the name of what ran before it; reused across
+// repeats.
+class EventTrail {
+ public:
+  ~EventTrail() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  void restart() { used_ = 0; }
+  cudaError_t record(const char* name, cudaStream_t stream) {
+    if (used_ == events_.size()) {
+      cudaEvent_t e = nullptr;
+      if (const cudaError_t err = cudaEventCreate(&e); err != cudaSuccess) return err;
+      events_.push_back(e);
+      names_.push_back(nullptr);
     }
-    prof_events_.push_back(e);
-    prof_names_.push_back(nullptr);
+    names_[used_] = name;
+    return cudaEventRecord(events_[used_++], stream);
   }
-  const cudaError_t err = cudaEventRecord(prof_events_[prof_used_], stream_);
-  if (err != cudaSuccess) {
-    profiling_ = false;
-    check(err, "recording a profile event");
-  }
-  prof_names_[prof_used_++] = name;
-}
+  size_t size() const { return used_; }
+  cudaEvent_t event(size_t i) const { return events_[i]; }
+  const char* name(size_t i) const { return names_[i]; }
+
+ private:
+  std::vector<cudaEvent_t> events_;
+  std::vector<const char*> names_;
+  size_t used_ = 0;
+};
+
+}  // namespace
 
 StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
   const cuda::ProgrammaticLaunch pdl(programmatic_launch_);
@@ -74,14 +83,13 @@ StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
   bytes_per_call["QKV projection"] = weight_bytes(L.wqkv);
   bytes_per_call["output projection"] = weight_bytes(L.wo);
   bytes_per_call["gate/up projection"] = weight_bytes(L.w_gate_up);
-  bytes_per_call["gate/up projection + SiLU"] = weight_bytes(L.w_gate_up);
   bytes_per_call["down projection"] = weight_bytes(L.w_down);
   bytes_per_call["LM head"] = weight_bytes(weights_.lm_head);
   double kv_bytes = 0;
   const PagedKvTable table = plan.kv_table(block_size_);
   for (int32_t i = 0; i < step.seqs; ++i)
     kv_bytes += static_cast<double>(table.context_len(i)) * c.kv_dim() * 2 * sizeof(__nv_bfloat16);
-  bytes_per_call[step.decode ? "decode attention" : "prefill attention"] = kv_bytes;
+  bytes_per_call["attention"] = kv_bytes;
 
   // 1. Each op, eager, queued whole behind the delay kernel.
   const int64_t head_rows = step.decode ? step.tokens : std::min<int64_t>(R, logits_capacity_);
@@ -90,13 +98,14 @@ StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
   std::map<std::string, std::vector<double>> op_ms;
   std::map<std::string, int32_t> op_calls;
   int held = 0;
+  EventTrail trail;
+  const std::function<void(const char*)> mark = [&](const char* name) { check(trail.record(name, stream_), "recording a profile event"); };
   for (int rep = 0; rep < repeats; ++rep) {
     prepare_step(plan, step);
     check(cuda::delay(kHoldNs, stream_), "holding the stream");
-    prof_used_ = 0;
-    profiling_ = true;
-    record_op("start");
-    enqueue_layers(step);
+    trail.restart();
+    mark("start");
+    enqueue_layers(step, &mark);
     const __nv_bfloat16* head_in = h_.as<__nv_bfloat16>();
     if (!step.decode) {
       cuda::GatherRowsArgs g;
@@ -108,22 +117,23 @@ StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
       g.out_bf16 = rows_h_.as<__nv_bfloat16>();
       check(cuda::gather_rows(g, stream_), "gathering logits rows");
       head_in = rows_h_.as<__nv_bfloat16>();
+      mark("logits rows");
     }
     enqueue_lm_head(head_in, head_rows);
+    mark("LM head");
     enqueue_choose(0, head_rows, false);
-    profiling_ = false;
+    mark("argmax");
     // Still waiting on the delay kernel once everything is queued: no op waited for
     // the host.
-    if (cudaEventQuery(prof_events_[0]) == cudaErrorNotReady) ++held;
+    if (cudaEventQuery(trail.event(0)) == cudaErrorNotReady) ++held;
     cudaGetLastError();  // the query's "not ready" is no launch error
     check(cudaStreamSynchronize(stream_), "profiling the step");
     std::map<std::string, double> sum;
     std::map<std::string, int32_t> calls;
-    for (size_t i = 1; i < prof_used_; ++i) {
+    for (size_t i = 1; i < trail.size(); ++i) {
       float ms = 0;
-      check(cudaEventElapsedTime(&ms, prof_events_[i - 1], prof_events_[i]),
-            "reading a profile event");
-      const std::string name = prof_names_[i];
+      check(cudaEventElapsedTime(&ms, trail.event(i - 1), trail.event(i)), "reading a profile event");
+      const std::string name = trail.name(i);
       if (!op_ms.count(name) && !sum.count(name)) order.push_back(name);
       sum[name] += ms;
       ++calls[name];
@@ -145,20 +155,19 @@ StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
   }
 
   // 2. The graph replay alone (decode steps that have one).
-  if (step.decode && step.tokens <= max_num_seqs_) {
+  if (step.decode && step.tokens <= max_num_seqs_ && graphs_allowed_) {
     prepare_step(plan, step);
     run_graph(step);  // captures it on first use
-    while (prof_events_.size() < 2) record_op("spare");
-    prof_used_ = 0;
     std::vector<double> ms;
     for (int rep = 0; rep < repeats; ++rep) {
       prepare_step(plan, step);
-      check(cudaEventRecord(prof_events_[0], stream_), "recording a profile event");
+      trail.restart();
+      mark("start");
       run_graph(step);
-      check(cudaEventRecord(prof_events_[1], stream_), "recording a profile event");
+      mark("graph");
       check(cudaStreamSynchronize(stream_), "replaying the graph");
       float t = 0;
-      check(cudaEventElapsedTime(&t, prof_events_[0], prof_events_[1]), "reading a profile event");
+      check(cudaEventElapsedTime(&t, trail.event(0), trail.event(1)), "reading a profile event");
       ms.push_back(t);
     }
     out.graph_ms = median(ms);

@@ -13,6 +13,7 @@
 #include "kernels/cuda/silu_mul.cuh"
 #include "worker/backend/cuda_backend.h"
 #include "worker/model/decoder.h"
+#include "worker/model/observed_ops.h"
 #include "worker/parallel/communicator.h"
 
 namespace sy {
@@ -171,9 +172,11 @@ class CudaBackend::LayerOps : public DecoderOps {
   int splits_ = 0;
 };
 
-void CudaBackend::enqueue_layers(const Step& step) {
+void CudaBackend::enqueue_layers(const Step& step, const std::function<void(const char*)>* after_op) {
   LayerOps ops(*this, step);
-  run_decoder(ops, config_.n_layers, /*tensor_parallel=*/comm_ != nullptr);
+  if (!after_op) return run_decoder(ops, config_.n_layers, /*tensor_parallel=*/comm_ != nullptr);
+  ObservedOps observed(ops, *after_op);
+  run_decoder(observed, config_.n_layers, /*tensor_parallel=*/comm_ != nullptr);
 }
 
 // logits_ = rows · this rank's LM head. With tensor parallelism every rank's slice is

@@ -1,0 +1,36 @@
+// Where one step's time goes (switchyard-engine-bench --profile): a measurement for
+// benchmarks, kept off the Backend interface. Only the cuda backend can tell today.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "worker/backend/backend.h"
+
+namespace sy {
+
+// Milliseconds; medians over the repeats.
+struct StepProfile {
+  struct Op {
+    std::string name;    // a decoder op ("QKV projection", "attention", ...) or "LM head"
+    int32_t calls = 0;   // launches of this op in one step (one per layer for most)
+    double ms = 0;       // device time of all of them, run back to back without a graph
+    double bytes = 0;    // weight bytes (projections) or KV bytes (attention) they read
+  };
+  std::vector<Op> ops;         // in first-launch order; empty where unsupported
+  bool queued_ahead = false;   // the host queued the whole step before the device began
+  double ops_ms = 0;           // sum of ops
+  double graph_ms = 0;         // device time of the step replayed from its graph (0: none)
+  double forward_ms = 0;       // forward(): host wall time, fp32 logits back to the host
+  double logits_copy_ms = 0;   // of which the copy of the logits alone
+  double greedy_ms = 0;        // forward_sample(), every row argmax: wall time
+  double sampled_ms = 0;       // forward_sample(), every row temperature 1, top-p 0.9
+};
+
+// Runs `plan` (its KV writes included) `repeats` times per measurement on `backend` and
+// reports where the time goes: a single cuda device (CudaBackend::profile_step); any
+// other backend, or a group, gives an empty profile.
+StepProfile profile_step(Backend& backend, const BatchPlan& plan, int repeats);
+
+}  // namespace sy

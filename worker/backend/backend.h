@@ -94,25 +94,6 @@ struct RowSampling {
   double uniform = 0;  // sampling_uniform(seed, token index)
 };
 
-// Where one step's time goes, as the backend measures it (switchyard-engine-bench
-// --profile). Milliseconds; medians over the repeats.
-struct StepProfile {
-  struct Op {
-    std::string name;    // "QKV projection", "decode attention", ...
-    int32_t calls = 0;   // launches of this op in one step (one per layer for most)
-    double ms = 0;       // device time of all of them, run back to back without a graph
-    double bytes = 0;    // weight bytes (projections) or KV bytes (attention) they read
-  };
-  std::vector<Op> ops;         // in first-launch order; empty where unsupported
-  bool queued_ahead = false;   // the host queued the whole step before the device began
-  double ops_ms = 0;           // sum of ops
-  double graph_ms = 0;         // device time of the step replayed from its graph (0: none)
-  double forward_ms = 0;       // forward(): host wall time, fp32 logits back to the host
-  double logits_copy_ms = 0;   // of which the copy of the logits alone
-  double greedy_ms = 0;        // forward_sample(), every row argmax: wall time
-  double sampled_ms = 0;       // forward_sample(), every row temperature 1, top-p 0.9
-};
-
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -133,10 +114,6 @@ class Backend {
   // std::logic_error where samples_on_device() is false.
   virtual void forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows,
                               std::vector<int32_t>& ids);
-
-  // Runs `plan` (its KV writes included) `repeats` times per measurement and reports
-  // where the time goes; ops stay empty where the backend cannot time them.
-  virtual StepProfile profile_step(const BatchPlan& plan, int repeats) { return {}; }
 };
 
 // KV bytes per block for a model: layers × block_size × kv_dim × (K and V) × float32.

@@ -12,8 +12,8 @@ ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
 # Sanitizers: one clang build (build-asan) with ASan and UBSan in every library, UB
 # fatal, at -O1 with line tables only (enough for symbolized reports; the tests' own
 # sources at -O0, which halves their compile time: tests/CMakeLists.txt). It runs the unit
-# suites again, then the libFuzzer targets, FUZZ_JOBS at a time (nproc), each for FUZZ_SECONDS on a copy of its
-# checked-in corpus. libFuzzer's coverage instrumentation goes only into the libraries
+# suites again, then the libFuzzer targets, FUZZ_JOBS at a time (nproc), each for
+# FUZZ_SECONDS on a copy of its checked-in corpus. libFuzzer's coverage instrumentation goes only into the libraries
 # the fuzzers link (sy_common, sy_http), not into what the tests alone use.
 # Every ASan, LSan and UBSan report, also one from a process that a test started (a
 # gateway may retry past a worker that died of one), goes to a file in
@@ -31,8 +31,8 @@ fuzz_seconds=${FUZZ_SECONDS:-45}
 fuzz_jobs=${FUZZ_JOBS:-$(nproc)}
 launcher=()
 if command -v ccache >/dev/null 2>&1; then  # scripts/setup.sh says why these settings
-  launcher=("-DCMAKE_C_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;ccache"
-            "-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;ccache")
+  launcher=("-DCMAKE_C_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;CCACHE_DEPEND=true;ccache"
+            "-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;CCACHE_DEPEND=true;ccache")
 fi
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_FLAGS_RELEASE="-O1 -gline-tables-only" -DCMAKE_CXX_FLAGS_RELEASE="-O1 -gline-tables-only" \

@@ -26,6 +26,7 @@
 #include "worker/engine/engine.h"
 #include "worker/model/model_config.h"
 #include "worker/server/worker_server.h"
+#include "worker/telemetry/worker_gpus.h"
 
 namespace sy::cli {
 namespace {
@@ -74,6 +75,11 @@ int run_serve(const std::vector<std::string>& argv) {
   wo.model_names = {f.served_model_name};
   wo.model_fingerprint = eo.model_fingerprint;
   WorkerServer api(engine, tmpl, wo);
+  // switchyard_gpu_* for this worker's GPUs (one per tensor-parallel rank), through NVML
+  // where the driver has it.
+  if (const std::string gpus = start_worker_gpu_metrics(api.metrics(), a.get_or("device", "cpu"), f.tp);
+      !gpus.empty())
+    std::fprintf(stderr, "%s\n", gpus.c_str());
 
   boost::asio::io_context ioc;
   http::ServerOptions so;

@@ -9,10 +9,7 @@
 // --arms compares variants in one process, their repeats interleaved. Each arm is a
 // '+'-joined list of BackendTuning choices (worker/backend/backend.h; bench/ is the only
 // place that sets them): gemvN (cuda: bf16 products of up to N rows on the GEMV kernel;
-// 0: cuBLASLt only), oldkernels (cuda: the first RMSNorm and RoPE kernels), unfused
-// (cuda: RoPE and the KV cache write as two launches and one block per argmax row in
-// decode steps, decode_variant 0), fused1launch (also the one-launch decode attention,
-// decode_variant 2), pwN (cuda: N warps per prefill attention CTA, 4 or 8), pdl / nopdl
+// 0: cuBLASLt only), pwN (cuda: N warps per prefill attention CTA, 4 or 8), pdl / nopdl
 // (cuda: programmatic dependent launch on or off), mmasync / wgmma (cuda: the prefill
 // attention kernel; wgmma by default where available), host (fp32 logits copied to the
 // host and the argmax taken there, EngineOptions::device_sampling off; default: on the
@@ -132,8 +129,6 @@ int main(int argc, char** argv) {
     struct Arm {
       std::string label;
       int32_t gemv_rows = BackendTuning{}.gemv_max_rows;
-      int32_t kernel_variant = 0;
-      int32_t decode_variant = BackendTuning{}.decode_variant;
       int32_t prefill_warps = 0;
       bool pdl = BackendTuning{}.programmatic_launch;
       int32_t attention_kernel = BackendTuning{}.prefill_attention_kernel;
@@ -157,12 +152,6 @@ int main(int argc, char** argv) {
           arm.deterministic = part == "det";
         else if (part.rfind("detrows", 0) == 0 && part.size() > 7 && part.find_first_not_of("0123456789", 7) == std::string::npos)
           arm.det_rows = std::stoi(part.substr(7)), arm.deterministic = true;
-        else if (part == "oldkernels")
-          arm.kernel_variant = 1;
-        else if (part == "unfused")
-          arm.decode_variant = 0;
-        else if (part == "fused1launch")
-          arm.decode_variant = 2;
         else if (part == "mmasync" || part == "wgmma")
           arm.attention_kernel = part == "wgmma" ? 1 : 0;
         else if (part == "pdl" || part == "nopdl")
@@ -173,7 +162,7 @@ int main(int argc, char** argv) {
           arm.gemv_rows = std::stoi(part.substr(4));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (fast, det, detrowsN, gemvN, oldkernels, unfused, fused1launch, pw4, pw8, pdl, nopdl, mmasync, wgmma, host, default)");
+                                "' (fast, det, detrowsN, gemvN, pw4, pw8, pdl, nopdl, mmasync, wgmma, host, default)");
       }
       arms.push_back(arm);
     }
@@ -181,12 +170,11 @@ int main(int argc, char** argv) {
     std::shared_ptr<const Tokenizer> tok = Tokenizer::from_model(*src);
     const ModelConfig config = ModelConfig::from_source(*src);
     const int32_t max_batch = *std::max_element(batches.begin(), batches.end());
-    // One backend per distinct (gemv rows, kernel variant).
+    // One backend per distinct set of backend settings.
     std::vector<std::shared_ptr<Backend>> backends;
     std::vector<std::string> backend_labels;
     for (Arm& arm : arms) {
-      const std::string key = "gemv" + std::to_string(arm.gemv_rows) + (arm.kernel_variant ? "+oldkernels" : "") +
-                              (arm.decode_variant == 0 ? "+unfused" : arm.decode_variant == 2 ? "+fused1launch" : "") +
+      const std::string key = "gemv" + std::to_string(arm.gemv_rows) +
                               (arm.prefill_warps ? "+pw" + std::to_string(arm.prefill_warps) : "") +
                               (arm.pdl ? "" : "+nopdl") +
                               (arm.attention_kernel != BackendTuning{}.prefill_attention_kernel
@@ -203,8 +191,6 @@ int main(int argc, char** argv) {
       opt.max_num_seqs = max_batch;
       opt.max_step_tokens = max_batch * prompt_tokens;
       opt.tuning.gemv_max_rows = arm.gemv_rows;
-      opt.tuning.small_kernel_variant = arm.kernel_variant;
-      opt.tuning.decode_variant = arm.decode_variant;
       opt.tuning.prefill_warps = arm.prefill_warps;
       opt.tuning.programmatic_launch = arm.pdl;
       opt.tuning.prefill_attention_kernel = arm.attention_kernel;
@@ -279,7 +265,6 @@ int main(int argc, char** argv) {
         report.push_back({{"batch", batch},
                           {"arm", arms[k].label},
                           {"gemv_rows", arms[k].gemv_rows},
-                          {"kernel_variant", arms[k].kernel_variant},
                           {"sampling", arms[k].device_sampling ? "device" : "host"},
                           {"prompt_tokens", prompt_tokens},
                           {"decode_tokens", decode_tokens},

@@ -9,7 +9,7 @@
 #
 #   bash bench/gpu_engine_bench.sh             # 8K prefill, 1K decode at batch 1 and 64, 32K decode
 #   LIMITS=1 bash bench/gpu_engine_bench.sh    # also the copy and bf16 GEMM limits (torch)
-#   ARMS_8K=none ARMS_1K=default,unfused ARMS_32K=default,unfused bash bench/gpu_engine_bench.sh
+#   ARMS_8K=none ARMS_1K=default,nopdl ARMS_32K=default,nopdl bash bench/gpu_engine_bench.sh
 #   T8K=90 T1K=60 T32K=60 ...               # longer limits for the steps (more arms)
 #   R8K=3 B1K=1 ...                         # 8K repeats (2); 1K batch sizes (1,64)
 #   ARMS_1K=none ...                        # skip a step (ARMS_8K, ARMS_1K, ARMS_32K)
@@ -45,15 +45,13 @@ if [ "${ARMS_8K:=default,pw8}" != none ]; then
     --profile-prefill > $OUT/l8-8k.json 2> $OUT/l8-8k.log
   echo "8k rc $? at $(since) s"; grep -E "repeat|^profile" $OUT/l8-8k.log
 fi
-# Decode at 1K: default (RoPE fused with the KV write, multi-block argmax) against the
-# two launches and one-block argmax (unfused) and the one-launch attention
-# (fused1launch); per-op profile.
-if [ "${ARMS_1K:=default,unfused,fused1launch}" != none ] && [ $(since) -lt $(( BUDGET - 20 )) ]; then
+# Decode at 1K: default against programmatic launch off; per-op profile.
+if [ "${ARMS_1K:=default,nopdl}" != none ] && [ $(since) -lt $(( BUDGET - 20 )) ]; then
   timeout ${T1K:-40} $EB --prompt-tokens 1024 --decode-tokens 64 --batch ${B1K:-1,64} --repeat 3 --arms $ARMS_1K --profile \
     > $OUT/l8-1k.json 2> $OUT/l8-1k.log
   echo "1k rc $? at $(since) s"; grep -E "repeat|^profile" $OUT/l8-1k.log
 fi
-if [ "${ARMS_32K:=default,unfused}" != none ] && [ $(since) -lt $(( BUDGET - 40 )) ]; then
+if [ "${ARMS_32K:=default,nopdl}" != none ] && [ $(since) -lt $(( BUDGET - 40 )) ]; then
   timeout ${T32K:-40} $EB --prompt-tokens 32768 --decode-tokens 32 --batch 1 --repeat 2 --arms $ARMS_32K \
     > $OUT/l8-32k.json 2> $OUT/l8-32k.log
   echo "32k rc $? at $(since) s"; grep -E "repeat" $OUT/l8-32k.log

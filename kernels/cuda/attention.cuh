@@ -33,13 +33,10 @@ struct PagedAttentionArgs {
   // cudaErrorNotSupported where prefill_wgmma_available() is false).
   int prefill_kernel = 0;
   // Decode kernel, for benchmarks comparing variants: 1 CUDA cores, 2 tensor cores (GQA
-  // groups >= 2, head_dim >= 16) and a second kernel merging the splits, 3 tensor cores
-  // merging in the last CTA of each (sequence, kv head): one launch (needs
-  // split_counters); 0 picks 2 where tensor cores apply, else 1.
+  // groups >= 2, head_dim >= 16), each followed by a kernel merging the splits; 0 picks 2
+  // where tensor cores apply, else 1. (A one-launch form, the last CTA merging, lost to
+  // the two launches on the H200 and is gone: docs/PERFORMANCE.md.)
   int decode_variant = 0;
-  // Variant 3: num_seqs · n_heads counters, zero before the first call; every call
-  // leaves them zero again.
-  int32_t* split_counters = nullptr;
 };
 // Stores this step's K/V rows at their positions in the cache.
 cudaError_t write_kv_cache(const PagedAttentionArgs& a, cudaStream_t stream);

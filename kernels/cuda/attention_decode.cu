@@ -390,22 +390,19 @@ cudaError_t paged_decode_attention(const PagedAttentionArgs& a, int num_splits, 
     return cudaErrorInvalidValue;
   const int group = a.n_heads / a.n_kv_heads;
   const bool mma_fits = group >= 2 && a.head_dim >= 16;
-  if (a.decode_variant < 0 || a.decode_variant > 3 || (a.decode_variant >= 2 && !mma_fits) ||
-      (a.decode_variant == 3 && !a.split_counters))
-    return cudaErrorInvalidValue;
-  const bool merge_here = a.decode_variant == 3 && num_splits > 1;
+  if (a.decode_variant < 0 || a.decode_variant > 2 || (a.decode_variant == 2 && !mma_fits)) return cudaErrorInvalidValue;
   float* part_o = static_cast<float*>(a.workspace);
   float* part_lse = part_o + static_cast<size_t>(a.num_seqs) * num_splits * a.n_heads * a.head_dim;
   return attn::dispatch_head_dim(a.head_dim, [&](auto d) -> cudaError_t {
     constexpr int D = decltype(d)::value;
     cudaError_t e;
     if (mma_fits && a.decode_variant != 1)
-      e = attn::launch_decode_mma(a, num_splits, part_o, part_lse, merge_here, stream);
+      e = attn::launch_decode_mma(a, num_splits, part_o, part_lse, stream);
     else if (group <= 1) e = launch_decode<D, 1>(a, num_splits, part_o, part_lse, stream);
     else if (group <= 2) e = launch_decode<D, 2>(a, num_splits, part_o, part_lse, stream);
     else if (group <= 4) e = launch_decode<D, 4>(a, num_splits, part_o, part_lse, stream);
     else e = launch_decode<D, 8>(a, num_splits, part_o, part_lse, stream);
-    if (e != cudaSuccess || num_splits == 1 || merge_here) return e;
+    if (e != cudaSuccess || num_splits == 1) return e;
     return launch_kernel(merge_kernel<D>, dim3(a.n_heads, a.num_seqs), kMergeThreads, 0, stream, a, num_splits,
                          part_o, part_lse);
   });

@@ -29,67 +29,7 @@ struct MmaDecodeShape {
   static constexpr size_t kSmemBytes = (kRows * D + 2 * kStages * kStageElems) * 2;
 };
 
-// With kMergeHere the CTA that finishes a (sequence, kv head, head chunk) last merges
-// every split's partial into a.out itself: one launch per step instead of two. The
-// count of finished splits lives in a.split_counters, which the last CTA sets back to 0.
-// A warp merges one head: its lanes read the splits' log-sum-exps at once, then sum the
-// partial rows four dims a lane with eight splits' loads in flight, so the merge costs a
-// few L2 round trips rather than one per split.
 template <int D>
-__device__ __forceinline__ void merge_last_split(const PagedAttentionArgs& a, int num_splits, int seq, int head0,
-                                                 int n_valid, const float* part_o, const float* part_lse,
-                                                 int32_t* counter) {
-  static_assert(kMaxDecodeSplits <= 64, "two log-sum-exps per lane");
-  __shared__ bool last;
-  __threadfence();  // this CTA's partials are visible before it counts itself
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    last = atomicAdd(counter, 1) == num_splits - 1;
-    if (last) *counter = 0;  // every split has counted: ready for the next launch
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (int r = warp; r < n_valid; r += kWarps) {
-    const int64_t base = static_cast<int64_t>(seq) * num_splits * a.n_heads + head0 + r;
-    float lse[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int s = lane + 32 * i;
-      lse[i] = s < num_splits ? __ldcg(part_lse + base + static_cast<int64_t>(s) * a.n_heads) : -INFINITY;
-    }
-    float mx = fmaxf(lse[0], lse[1]);
-#pragma unroll
-    for (int o = 16; o >= 1; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    float w[2];  // 0 for an empty split, whose partial was never written
-#pragma unroll
-    for (int i = 0; i < 2; ++i) w[i] = lse[i] == -INFINITY ? 0.0f : fast_exp2(lse[i] - mx);
-    const float den = warp_sum(w[0] + w[1]);
-    const float inv = den > 0.0f ? 1.0f / den : 0.0f;
-    for (int v0 = 0; v0 < D / 4; v0 += 32) {  // every lane shuffles; lanes past the row load nothing
-      const int v = v0 + lane;
-      const bool mine = v < D / 4;
-      float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 8
-      for (int s = 0; s < num_splits; ++s) {
-        const float ws = __shfl_sync(0xffffffffu, s < 32 ? w[0] : w[1], s % 32);
-        const float4 o = mine && ws != 0.0f ? __ldcg(reinterpret_cast<const float4*>(
-                                                  part_o + (base + static_cast<int64_t>(s) * a.n_heads) * D) + v)
-                                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        acc.x = fmaf(ws, o.x, acc.x), acc.y = fmaf(ws, o.y, acc.y);
-        acc.z = fmaf(ws, o.z, acc.z), acc.w = fmaf(ws, o.w, acc.w);
-      }
-      if (!mine) continue;
-      uint2 packed;
-      packed.x = pack_bf16x2(acc.x * inv, acc.y * inv);
-      packed.y = pack_bf16x2(acc.z * inv, acc.w * inv);
-      *reinterpret_cast<uint2*>(a.out + static_cast<int64_t>(seq) * a.n_heads * D + (head0 + r) * D + v * 4) = packed;
-    }
-  }
-}
-
-template <int D, bool kMergeHere>
 __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs a, FastDiv bs, int num_splits,
                                                                int head_chunks, float* part_o, float* part_lse) {
   using S = MmaDecodeShape<D>;
@@ -114,8 +54,6 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs
   const int n_valid = min(kRows, group - hchunk * kRows);
   const int64_t part_base = (static_cast<int64_t>(seq) * num_splits + split) * a.n_heads;
 
-  int32_t* counter = kMergeHere ? a.split_counters + static_cast<int64_t>(seq) * gridDim.y + blockIdx.y : nullptr;
-
   if (t_begin >= t_end) {  // nothing for this split (short context)
     pdl_wait();
     pdl_release();
@@ -123,8 +61,6 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs
     if (num_splits == 1)
       for (int i = tid; i < n_valid * D; i += kThreads)
         a.out[static_cast<int64_t>(row) * a.n_heads * D + head0 * D + i] = __float2bfloat16(0.0f);
-    if constexpr (kMergeHere)
-      if (num_splits > 1) merge_last_split<D>(a, num_splits, seq, head0, n_valid, part_o, part_lse, counter);
     return;
   }
 
@@ -259,38 +195,30 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs
       if (dim == 0) part_lse[part_base + head0 + r] = m * qk_scale + __log2f(l);
     }
   }
-  if constexpr (kMergeHere)
-    if (num_splits > 1) merge_last_split<D>(a, num_splits, seq, head0, n_valid, part_o, part_lse, counter);
 }
 
-template <int D, bool kMergeHere>
+template <int D>
 cudaError_t launch(const PagedAttentionArgs& a, int num_splits, float* part_o, float* part_lse,
                    cudaStream_t stream) {
   using S = MmaDecodeShape<D>;
   static std::atomic<uint64_t> smem_set{0};
-  if (cudaError_t e = allow_smem(decode_mma_kernel<D, kMergeHere>, S::kSmemBytes, smem_set); e != cudaSuccess)
+  if (cudaError_t e = allow_smem(decode_mma_kernel<D>, S::kSmemBytes, smem_set); e != cudaSuccess)
     return e;
   const int group = a.n_heads / a.n_kv_heads;
   const int head_chunks = (group + kRows - 1) / kRows;
   const dim3 grid(num_splits, a.n_kv_heads * head_chunks, a.num_seqs);
-  return launch_kernel(decode_mma_kernel<D, kMergeHere>, grid, kThreads, S::kSmemBytes, stream, a,
+  return launch_kernel(decode_mma_kernel<D>, grid, kThreads, S::kSmemBytes, stream, a,
                        FastDiv::make(a.block_size), num_splits, head_chunks, part_o, part_lse);
 }
 
 }  // namespace
 
 cudaError_t launch_decode_mma(const PagedAttentionArgs& a, int num_splits, float* part_o, float* part_lse,
-                              bool merge_here, cudaStream_t stream) {
+                              cudaStream_t stream) {
   switch (a.head_dim) {
-    case 16:
-      return merge_here ? launch<16, true>(a, num_splits, part_o, part_lse, stream)
-                        : launch<16, false>(a, num_splits, part_o, part_lse, stream);
-    case 64:
-      return merge_here ? launch<64, true>(a, num_splits, part_o, part_lse, stream)
-                        : launch<64, false>(a, num_splits, part_o, part_lse, stream);
-    case 128:
-      return merge_here ? launch<128, true>(a, num_splits, part_o, part_lse, stream)
-                        : launch<128, false>(a, num_splits, part_o, part_lse, stream);
+    case 16: return launch<16>(a, num_splits, part_o, part_lse, stream);
+    case 64: return launch<64>(a, num_splits, part_o, part_lse, stream);
+    case 128: return launch<128>(a, num_splits, part_o, part_lse, stream);
     default: return cudaErrorInvalidValue;
   }
 }

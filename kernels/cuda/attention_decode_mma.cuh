@@ -13,10 +13,8 @@ inline constexpr int kMaxDecodeSplits = 64;
 
 // Launches the decode kernel only; with num_splits > 1 it leaves each split's normalized
 // output in part_o [seq][split][head][head_dim] and its base-2 log-sum-exp in part_lse
-// [seq][split][head] for the merge; with merge_here the last CTA of each (sequence, kv
-// head) merges them into a.out itself (a.split_counters). head_dim 16, 64 or 128;
-// arguments already checked.
+// [seq][split][head] for the merge. head_dim 16, 64 or 128; arguments already checked.
 cudaError_t launch_decode_mma(const PagedAttentionArgs& a, int num_splits, float* part_o, float* part_lse,
-                              bool merge_here, cudaStream_t stream);
+                              cudaStream_t stream);
 
 }  // namespace sy::cuda::attn

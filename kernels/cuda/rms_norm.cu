@@ -97,15 +97,14 @@ bool aligned(const void* p, uintptr_t bytes) {
 }  // namespace
 
 cudaError_t add_rms_norm(const AddRmsNormArgs& a, cudaStream_t stream) {
-  if (!a.residual || !a.weight || !a.out || a.n <= 0 || a.rows < 0 || a.rows > INT32_MAX ||
-      a.variant < 0 || a.variant > 1)
+  if (!a.residual || !a.weight || !a.out || a.n <= 0 || a.rows < 0 || a.rows > INT32_MAX)
     return cudaErrorInvalidValue;
   if (a.rows == 0) return cudaSuccess;
   const auto rows = static_cast<unsigned>(a.rows);
   const int n4 = a.n / 4;
   const int threads = static_cast<int>(std::min<int64_t>(kMaxThreads, ceil_div(n4, 32) * 32));
   const int vecs = n4 > 0 ? static_cast<int>(ceil_div(n4, threads)) : 0;
-  const bool vec = a.variant == 0 && a.n % 4 == 0 && vecs >= 1 && vecs <= kMaxVecs &&
+  const bool vec = a.n % 4 == 0 && vecs >= 1 && vecs <= kMaxVecs &&
                    aligned(a.residual, 16) && aligned(a.weight, 16) && aligned(a.out, 8) &&
                    (!a.delta || aligned(a.delta, 16));
   if (!vec)

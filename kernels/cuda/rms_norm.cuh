@@ -17,9 +17,6 @@ struct AddRmsNormArgs {
   int64_t rows = 0;
   int n = 0;
   float eps = 1e-6f;
-  // Kernel, for benchmarks comparing variants: 0 the row in registers with 16-byte
-  // accesses wherever n % 4 == 0 and n ≤ 32768 (else 1), 1 a strided loop per thread.
-  int variant = 0;
 };
 
 cudaError_t add_rms_norm(const AddRmsNormArgs& a, cudaStream_t stream);

@@ -25,10 +25,6 @@ struct RopeArgs {
   cpu::RopeLayout layout = cpu::RopeLayout::kRotateHalf;
   const int32_t* positions = nullptr;  // [tokens] device
   const float* inv_freq = nullptr;     // [rot_dim / 2] device
-  // Kernel, for benchmarks comparing variants (same results): 0 one thread per four pairs
-  // of a head where the shape and alignment allow, else per (head, pair); 1 one block per
-  // token looping over the heads.
-  int variant = 0;
 };
 
 cudaError_t rope(const RopeArgs& a, cudaStream_t stream);

@@ -123,8 +123,7 @@ struct GpuProblem {
         cu(p.cu),
         positions(p.positions),
         out(static_cast<size_t>(int64_t{p.tokens} * p.shape.n_heads * p.shape.head_dim)),
-        workspace(cuda::attention_workspace_bytes(p.tokens, p.shape.n_heads, p.shape.head_dim, 64)),
-        counters(std::vector<int32_t>(static_cast<size_t>(p.tokens) * p.shape.n_heads, 0)) {
+        workspace(cuda::attention_workspace_bytes(p.tokens, p.shape.n_heads, p.shape.head_dim, 64)) {
     if (!p.indices.empty()) indices.upload(p.indices);
     const int hd = p.shape.head_dim;
     a.n_heads = p.shape.n_heads;
@@ -149,13 +148,11 @@ struct GpuProblem {
     a.num_tokens = p.tokens;
     a.workspace = workspace.get();
     a.workspace_bytes = cuda::attention_workspace_bytes(p.tokens, p.shape.n_heads, hd, 64);
-    a.split_counters = counters.get();
   }
   DeviceArray<uint16_t> qkv, k_cache, v_cache;
   DeviceArray<int32_t> indptr, indices, last_len, cu, positions;
   DeviceArray<uint16_t> out;
   DeviceArray<uint8_t> workspace;
-  DeviceArray<int32_t> counters;  // decode variant 3's, zero
   cuda::PagedAttentionArgs a;
 };
 
@@ -211,25 +208,15 @@ void check(Problem p, Kernel kernel, std::vector<int> splits = {}) {
     return;
   }
   if (splits.empty()) splits = {1, cuda::decode_num_splits(g.a.num_seqs, g.a.n_kv_heads, num_sms())};
-  // Every decode kernel where the tensor-core ones apply (GQA groups >= 2, head_dim >= 16);
-  // the one-launch variant 3 twice per split count, so a second call sees the counters
-  // the first left behind, which must be zero again.
+  // Every decode kernel where the tensor-core ones apply (GQA groups >= 2, head_dim >= 16).
   const bool mma_fits = p.shape.n_heads / p.shape.n_kv_heads >= 2 && p.shape.head_dim >= 16;
-  for (int variant : mma_fits ? std::vector<int>{1, 2, 3} : std::vector<int>{1}) {
+  for (int variant : mma_fits ? std::vector<int>{1, 2} : std::vector<int>{1}) {
     g.a.decode_variant = variant;
     for (int ns : splits) {
-      for (int call = 0; call < (variant == 3 ? 2 : 1); ++call) {
-        g.out.poison();
-        SY_CUDA_OK(cuda::paged_decode_attention(g.a, ns, nullptr));
-        expect_close(from_bf16(g.out.download()), want,
-                     "decode variant " + std::to_string(variant) + " splits " + std::to_string(ns) + " call " +
-                         std::to_string(call) + " " + what);
-      }
-    }
-    if (variant == 3) {
-      for (int32_t c : g.counters.download()) {
-        ASSERT_EQ(c, 0) << "a split counter left nonzero, " << what;
-      }
+      g.out.poison();
+      SY_CUDA_OK(cuda::paged_decode_attention(g.a, ns, nullptr));
+      expect_close(from_bf16(g.out.download()), want,
+                   "decode variant " + std::to_string(variant) + " splits " + std::to_string(ns) + " " + what);
     }
   }
 }
@@ -496,7 +483,7 @@ TEST(CudaAttention, RopeFusedWithKvWriteMatchesCpu) {
     g.out.poison();
     const bool decode = std::all_of(c.q_lens.begin(), c.q_lens.end(), [](int q) { return q == 1; });
     if (decode && c.shape.n_heads / c.shape.n_kv_heads >= 2 && d >= 16) {
-      g.a.decode_variant = 3;
+      g.a.decode_variant = 2;
       SY_CUDA_OK(cuda::paged_decode_attention(
           g.a, cuda::decode_num_splits(g.a.num_seqs, g.a.n_kv_heads, num_sms()), nullptr));
     } else {
@@ -531,12 +518,8 @@ TEST(CudaAttention, BadArgumentsAreRejected) {
   a.kv_stride = 100;  // not a whole number of 16-byte vectors
   EXPECT_EQ(cuda::write_kv_cache(a, nullptr), cudaErrorInvalidValue);
   a = g.a;
-  a.decode_variant = 4;
+  a.decode_variant = 3;  // the one-launch form is gone
   EXPECT_EQ(cuda::paged_decode_attention(a, 1, nullptr), cudaErrorInvalidValue);
-  a = g.a;
-  a.decode_variant = 3;
-  a.split_counters = nullptr;  // the one-launch merge needs its counters
-  EXPECT_EQ(cuda::paged_decode_attention(a, 4, nullptr), cudaErrorInvalidValue);
   a = g.a;
   a.prefill_rows_per_warp = 24;
   EXPECT_EQ(cuda::paged_prefill_attention(a, 1, 20, nullptr), cudaErrorInvalidValue);

@@ -151,30 +151,20 @@ TEST_P(CudaSameWeightsFixture, GreedyMatchesGoldenAloneBatchedChunkedAndEager) {
     EXPECT_EQ(host[i], batched[i]) << "prompt " << i << " argmax on the host";
   }
 
-  // The other decode paths (BackendTuning::decode_variant 0: RoPE and the KV write
-  // apart, one block per argmax row; 2: also the one-launch attention) and the default
-  // path with the other programmatic-launch setting, alone, in the batch of five and
-  // chunked (row counts 1..5 on one argmax workspace): the same tokens as the default path
-  // up to the margin rule.
+  // The default path with the other programmatic-launch setting, alone, in the batch of
+  // five and chunked (row counts 1..5 on one argmax workspace): the same tokens as the
+  // default path up to the margin rule.
   const BackendTuning defaults;
-  const struct {
-    int32_t decode_variant;
-    bool pdl;
-  } others[] = {{0, defaults.programmatic_launch},
-                {2, defaults.programmatic_launch},
-                {defaults.decode_variant, !defaults.programmatic_launch}};
-  for (const auto& other : others) {
+  for (const bool pdl : {!defaults.programmatic_launch}) {
     BackendOptions opt;
-    opt.tuning.decode_variant = other.decode_variant;
-    opt.tuning.programmatic_launch = other.pdl;
+    opt.tuning.programmatic_launch = pdl;
     std::shared_ptr<Backend> other_backend = open_cuda(*src_, 16, opt);
     auto other_gen = testing::offline_engine(other_backend, *src_);
     const auto other_batched = testing::run_tokens(*other_gen, reqs);
     const auto other_chunked = testing::run_tokens(*testing::offline_engine(other_backend, *src_, 2), reqs);
     for (size_t i = 0; i < reqs.size(); ++i) {
       const size_t n = decided_steps(golden_["prompts"][i], err);
-      const std::string what = "prompt " + std::to_string(i) + ", decode variant " +
-                               std::to_string(other.decode_variant) + (other.pdl ? " pdl" : "");
+      const std::string what = "prompt " + std::to_string(i) + (pdl ? ", pdl" : ", no pdl");
       EXPECT_EQ(head(testing::run_tokens(*other_gen, {reqs[i]})[0], n), head(alone[i], n))
           << what << " alone";
       EXPECT_EQ(head(other_batched[i], n), head(alone[i], n)) << what << " in a batch of 5";
@@ -327,12 +317,11 @@ TEST(CudaBackendDevice, BadOptionsAreErrors) {
     try {
       create_backend("cuda", *src, config, opt);
     } catch (const std::invalid_argument& e) {
-      return std::string(e.what()).find("tuning: decode_variant must be 0..2") != std::string::npos;
+      return std::string(e.what()).find("tuning: prefill_warps must be 0, 4 or 8") != std::string::npos;
     }
     return false;
   };
   EXPECT_TRUE(refused([](BackendOptions& o) { o.tuning.prefill_attention_kernel = 2; }));
-  EXPECT_TRUE(refused([](BackendOptions& o) { o.tuning.decode_variant = 5; }));
   EXPECT_TRUE(refused([](BackendOptions& o) { o.tuning.prefill_warps = 6; }));
   EXPECT_TRUE(refused([](BackendOptions& o) { o.tuning.deterministic_gemm_rows = 0; }));
 }

@@ -38,19 +38,15 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
       device_(device),
       block_size_(options.block_size),
       max_num_seqs_(std::max(options.max_num_seqs, 1)),
-      small_kernel_variant_(options.tuning.small_kernel_variant),
-      decode_variant_(options.tuning.decode_variant),
       prefill_warps_(options.tuning.prefill_warps),
       prefill_attention_kernel_(options.tuning.prefill_attention_kernel),
       programmatic_launch_(options.tuning.programmatic_launch),
       deterministic_(options.deterministic.value_or(false)) {
-  if (decode_variant_ < 0 || decode_variant_ > 2 ||
-      (prefill_warps_ != 0 && prefill_warps_ != 4 && prefill_warps_ != 8) ||
+  if ((prefill_warps_ != 0 && prefill_warps_ != 4 && prefill_warps_ != 8) ||
       prefill_attention_kernel_ < 0 || prefill_attention_kernel_ > 1 ||
       options.tuning.deterministic_gemm_rows <= 0)
     throw std::invalid_argument(
-        "tuning: decode_variant must be 0..2, prefill_warps 0, 4 or 8, prefill_attention_kernel 0 "
-        "or 1, deterministic_gemm_rows > 0");
+        "tuning: prefill_warps must be 0, 4 or 8, prefill_attention_kernel 0 or 1, deterministic_gemm_rows > 0");
   if (block_size_ <= 0 || block_size_ > 1024)
     throw std::invalid_argument("block size must be in 1..1024");
   if (tp.size > 1 && (!comm || comm->size() != tp.size || comm->rank() != tp.rank ||
@@ -194,9 +190,6 @@ void CudaBackend::ensure_capacity(int32_t tokens, size_t indices) {
                                         b, c.n_heads, c.head_dim,
                                         cuda::decode_num_splits(b, c.n_kv_heads, num_sms_)));
   check(attn_workspace_.allocate(workspace), "allocating the attention workspace");
-  check(split_counters_.allocate(C * c.n_heads * sizeof(int32_t)), "allocating split counters");
-  check(cudaMemsetAsync(split_counters_.get(), 0, split_counters_.bytes(), stream_),
-        "clearing split counters");
   const PlanLayout p = plan_layout();
   check(plan_.allocate(p.total * sizeof(int32_t)), "allocating the plan arrays");
   if (plan_host_) cudaFreeHost(plan_host_);
@@ -395,7 +388,7 @@ void CudaBackend::enqueue_choose(int64_t first, int64_t n, bool sampled) {
     check(cuda::sample(a, stream_), "sampling");
   } else {
     cuda::ArgmaxArgs a{full_logits(), n, config_.vocab, ids_.as<int32_t>() + first};
-    a.variant = decode_variant_ >= 1 && n <= 65535 ? 0 : 1;
+    a.variant = n <= 65535 ? 0 : 1;
     a.workspace = argmax_workspace_.get();
     check(cuda::argmax(a, stream_), "argmax");
   }

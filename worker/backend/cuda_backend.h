@@ -117,8 +117,6 @@ class CudaBackend : public Backend {
   int32_t block_size_;
   int32_t num_blocks_ = 0;
   int32_t max_num_seqs_;
-  int small_kernel_variant_;
-  int decode_variant_;
   int prefill_warps_;
   int prefill_attention_kernel_;
   bool programmatic_launch_;
@@ -138,10 +136,9 @@ class CudaBackend : public Backend {
   // in vocabulary order.
   cuda::DeviceBuffer x_, delta_, h_, qkv_, attn_, gate_up_, act_, rows_h_, logits_, attn_workspace_,
       plan_, gather_staging_, gathered_;
-  // The one-launch decode attention's split counters (token_capacity_ · n_heads) and the
-  // multi-block argmax's workspace (ids_capacity_ rows): zeroed when allocated, every
-  // kernel leaves them zero.
-  cuda::DeviceBuffer split_counters_, argmax_workspace_;
+  // The multi-block argmax's workspace (ids_capacity_ rows): zeroed when allocated, every
+  // kernel leaves it zero.
+  cuda::DeviceBuffer argmax_workspace_;
   int32_t* plan_host_ = nullptr;  // pinned mirror of plan_
 
   std::map<int32_t, cudaGraphExec_t> graphs_;  // decode batch size → replayable step

@@ -54,15 +54,9 @@ class CudaBackend::LayerOps : public DecoderOps {
     a_.prefill_kernel = b.prefill_attention_kernel_;
     // Deterministic numerics (BackendOptions::deterministic): a decode row goes through
     // the prefill kernels, RoPE and KV write included, exactly as the same position would
-    // in a prefill step. Decode variants 1 and 2: RoPE fused with the KV write; 2 also the
-    // one-launch decode attention where the tensor-core kernel applies (GQA groups of 2
-    // or more).
+    // in a prefill step. Otherwise decode rows take the split decode attention and RoPE
+    // fused with the KV write.
     decode_kernels_ = step.decode && !b.deterministic_;
-    fused_decode_ = decode_kernels_ && b.decode_variant_ >= 1;
-    if (fused_decode_ && b.decode_variant_ == 2 && c_.n_heads / c_.n_kv_heads >= 2 && c_.head_dim >= 16) {
-      a_.decode_variant = 3;
-      a_.split_counters = b.split_counters_.as<int32_t>();
-    }
     splits_ = decode_kernels_ ? cuda::decode_num_splits(step.seqs, c_.n_kv_heads, b.num_sms_) : 0;
   }
 
@@ -97,13 +91,13 @@ class CudaBackend::LayerOps : public DecoderOps {
   void rope_and_cache(int l) override {
     a_.k_cache = b_.kv_.as<bf16>() + b_.layer_kv_elements_ * 2 * static_cast<size_t>(l);
     a_.v_cache = a_.k_cache + b_.layer_kv_elements_;
-    if (fused_decode_) {
+    if (decode_kernels_) {
       b_.check(cuda::rope_write_kv({a_, b_.qkv_.as<bf16>(), c_.rope_dim, c_.rope_layout, b_.weights_.rope_inv_freq}, b_.stream_),
                "RoPE + KV cache write");
       return;
     }
     b_.check(cuda::rope({b_.qkv_.as<bf16>(), T_, qkv_dim(), c_.n_heads + c_.n_kv_heads, c_.head_dim, c_.rope_dim, c_.rope_layout,
-                         positions_, b_.weights_.rope_inv_freq, b_.small_kernel_variant_},
+                         positions_, b_.weights_.rope_inv_freq},
                         b_.stream_),
              "RoPE");
     b_.check(cuda::write_kv_cache(a_, b_.stream_), "KV cache write");
@@ -155,7 +149,7 @@ class CudaBackend::LayerOps : public DecoderOps {
   // h = norm(x (+= delta)).
   void norm(const float* weight, bool add, const char* what) {
     b_.check(cuda::add_rms_norm({b_.x_.as<float>(), add ? b_.delta_.as<float>() : nullptr, weight, b_.h_.as<bf16>(), T_, c_.hidden,
-                                 c_.rms_eps, b_.small_kernel_variant_},
+                                 c_.rms_eps},
                                 b_.stream_),
              what);
   }
@@ -168,7 +162,7 @@ class CudaBackend::LayerOps : public DecoderOps {
   const int32_t* positions_ = nullptr;
   const int32_t* tokens_ = nullptr;
   cuda::PagedAttentionArgs a_;
-  bool decode_kernels_ = false, fused_decode_ = false;
+  bool decode_kernels_ = false;
   int splits_ = 0;
 };
 

@@ -1,7 +1,8 @@
 // GPU telemetry on /metrics: per watched GPU, labeled {gpu="<CUDA ordinal>", uuid="GPU-…"},
 //   switchyard_gpu_power_watts             power draw
 //   switchyard_gpu_power_limit_watts       the enforced power limit
-//   switchyard_gpu_memory_used_bytes       device memory in use (all processes)
+//   switchyard_gpu_memory_used_bytes       device memory not free (processes and the
+//                                          driver's reservation, ~0.6 GiB on an H200)
 //   switchyard_gpu_memory_total_bytes      device memory
 //   switchyard_gpu_utilization_ratio       0..1, time a kernel ran (NVML's sample period)
 //   switchyard_gpu_temperature_celsius     die temperature

@@ -112,7 +112,7 @@ TEST_F(GpuTelemetryTest, ExposesEachReadingInPrometheusUnits) {
               "# TYPE switchyard_gpu_power_limit_watts gauge\n"
               "switchyard_gpu_power_limit_watts{" + u0 + "} 700\n"
               "switchyard_gpu_power_limit_watts{" + u1 + "} 650\n"
-              "# HELP switchyard_gpu_memory_used_bytes GPU memory in use by all processes (NVML).\n"
+              "# HELP switchyard_gpu_memory_used_bytes GPU memory not free: what processes hold plus the driver's reservation (NVML).\n"
               "# TYPE switchyard_gpu_memory_used_bytes gauge\n"
               "switchyard_gpu_memory_used_bytes{" + u0 + "} 1073741824\n"
               "switchyard_gpu_memory_used_bytes{" + u1 + "} 536870912\n"

@@ -37,6 +37,10 @@ struct PagedAttentionArgs {
   // where tensor cores apply, else 1. (A one-launch form, the last CTA merging, lost to
   // the two launches on the H200 and is gone: docs/PERFORMANCE.md.)
   int decode_variant = 0;
+  // Optional [num_tokens, n_heads] fp32: each row's log-sum-exp of its scaled scores
+  // (natural log; -inf for a row that saw no key), so attention over disjoint key sets
+  // can be merged (merge_attention_states, attention_merge.cuh). Null: not written.
+  float* lse = nullptr;
 };
 // Stores this step's K/V rows at their positions in the cache.
 cudaError_t write_kv_cache(const PagedAttentionArgs& a, cudaStream_t stream);

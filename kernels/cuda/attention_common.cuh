@@ -16,6 +16,16 @@ namespace sy::cuda::attn {
 
 // Softmax runs in base 2: q is pre-scaled by scale·log2(e), so exp(x) becomes exp2(x').
 constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+#ifdef __CUDACC__
+// A row's natural-log log-sum-exp from the online softmax's raw-score max m, the base-2
+// scale c (scale · log2 e) and the sum l of 2^(s·c − m·c): ln Σ e^(s·scale) =
+// (m·c + log2 l) · ln 2; −∞ for a row that saw no key (l = 0).
+__device__ __forceinline__ float natural_lse(float m, float c, float l) {
+  return l > 0.0f ? (m * c + __log2f(l)) * kLn2 : -INFINITY;
+}
+#endif
 
 // n / d and n % d for a divisor fixed per launch (the block size), by multiply and
 // shift (Granlund–Montgomery, as CUTLASS's FastDivmod). Valid for 0 <= n < 2^31.

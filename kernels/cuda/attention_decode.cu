@@ -115,6 +115,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a, 
     if (num_splits == 1) {  // empty context: define the output as zeros
       for (int i = tid; i < n_valid_heads * D; i += kThreads)
         a.out[static_cast<int64_t>(row) * a.n_heads * D + head0 * D + i] = __float2bfloat16(0.0f);
+      if (a.lse && tid < n_valid_heads) a.lse[static_cast<int64_t>(row) * a.n_heads + head0 + tid] = -INFINITY;
     }
     return;
   }
@@ -295,6 +296,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a, 
     o /= l_sm[g];
     if (num_splits == 1) {
       a.out[static_cast<int64_t>(row) * a.n_heads * D + (head0 + g) * D + dim] = __float2bfloat16(o);
+      if (a.lse && dim == 0) a.lse[static_cast<int64_t>(row) * a.n_heads + head0 + g] = (m_sm[g] + __log2f(l_sm[g])) * attn::kLn2;
     } else {
       part_o[(part_base + head0 + g) * D + dim] = o;
       if (dim == 0) part_lse[part_base + head0 + g] = m_sm[g] + __log2f(l_sm[g]);
@@ -302,7 +304,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(PagedAttentionArgs a, 
   }
 }
 
-// out = Σ_s 2^(lse_s − lse) · o_s over the splits that saw keys, lse = log2 Σ_s 2^lse_s.
+// out = Σ_s 2^(lse_s − lse) · o_s over the splits that saw keys, lse = log2 Σ_s 2^lse_s
+// (a.lse, when given, gets it in natural log).
 // One CTA per (head, sequence): each thread sums 4 dims over every kMergeGroups-th split,
 // so the partials stream in with many loads in flight, then the groups are added.
 constexpr int kMergeThreads = 256;
@@ -347,6 +350,7 @@ __global__ void __launch_bounds__(kMergeThreads) merge_kernel(PagedAttentionArgs
   packed.x = attn::pack_bf16x2(acc.x * inv, acc.y * inv);
   packed.y = attn::pack_bf16x2(acc.z * inv, acc.w * inv);
   *reinterpret_cast<uint2*>(a.out + static_cast<int64_t>(seq) * a.n_heads * D + head * D + vec * 4) = packed;
+  if (a.lse && tid == 0) a.lse[static_cast<int64_t>(seq) * a.n_heads + head] = den > 0.0f ? (mx + __log2f(den)) * attn::kLn2 : -INFINITY;
 }
 
 template <int D, int HG>

@@ -58,9 +58,11 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs
     pdl_wait();
     pdl_release();
     if (num_splits > 1 && tid < n_valid) part_lse[part_base + head0 + tid] = -INFINITY;
-    if (num_splits == 1)
+    if (num_splits == 1) {
       for (int i = tid; i < n_valid * D; i += kThreads)
         a.out[static_cast<int64_t>(row) * a.n_heads * D + head0 * D + i] = __float2bfloat16(0.0f);
+      if (a.lse && tid < n_valid) a.lse[static_cast<int64_t>(row) * a.n_heads + head0 + tid] = -INFINITY;
+    }
     return;
   }
 
@@ -190,6 +192,7 @@ __global__ void __launch_bounds__(kThreads) decode_mma_kernel(PagedAttentionArgs
     }
     if (num_splits == 1) {
       a.out[static_cast<int64_t>(row) * a.n_heads * D + (head0 + r) * D + dim] = __float2bfloat16(acc / l);
+      if (a.lse && dim == 0) a.lse[static_cast<int64_t>(row) * a.n_heads + head0 + r] = natural_lse(m, qk_scale, l);
     } else {
       part_o[(part_base + head0 + r) * D + dim] = acc / l;
       if (dim == 0) part_lse[part_base + head0 + r] = m * qk_scale + __log2f(l);

@@ -236,6 +236,7 @@ __global__ void __launch_bounds__(NW * 32) prefill_kernel(PagedAttentionArgs a, 
       const int r = row0 + wrow + mt * 16 + g + 8 * h;
       if (r >= row_end) continue;
       const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a row with no keys gets zeros
+      if (a.lse && t == 0) a.lse[static_cast<int64_t>(r) * a.n_heads + head] = attn::natural_lse(m_run[mt][h], qk_scale, l);
       __nv_bfloat16* dst = a.out + static_cast<int64_t>(r) * a.n_heads * D + static_cast<int64_t>(head) * D;
 #pragma unroll
       for (int dn = 0; dn < S::kDimTiles; ++dn) {

@@ -286,6 +286,7 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_wgmma_kernel(PagedAttenti
     const int r = row0 + wg * kRowsWarpgroup + warp * 16 + g + 8 * h;
     if (r >= row_end) continue;
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;  // a row with no keys gets zeros
+    if (a.lse && t == 0) a.lse[static_cast<int64_t>(r) * a.n_heads + head] = natural_lse(m_run[h], qk_scale, l);
     __nv_bfloat16* dst = a.out + static_cast<int64_t>(r) * a.n_heads * kDim + static_cast<int64_t>(head) * kDim;
 #pragma unroll
     for (int j = 0; j < kDim / 8; ++j)

@@ -13,7 +13,9 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/rope.h"
+#include "kernels/cpu/attention_merge.h"
 #include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/attention_merge.cuh"
 #include "kernels/cuda/rope_kv.cuh"
 
 namespace sy {
@@ -87,8 +89,9 @@ Problem make_problem(std::mt19937_64& rng, Shape shape, std::vector<int> q_lens,
   return p;
 }
 
-// The CPU reference: write this step's K/V, then attend. Leaves p's caches updated.
-std::vector<float> reference(Problem& p) {
+// The CPU reference: write this step's K/V, then attend (with `lse`, each row's
+// log-sum-exp too). Leaves p's caches updated.
+std::vector<float> reference(Problem& p, std::vector<float>* lse = nullptr) {
   cpu::AttentionParams a;
   a.n_heads = p.shape.n_heads;
   a.n_kv_heads = p.shape.n_kv_heads;
@@ -101,6 +104,10 @@ std::vector<float> reference(Problem& p) {
   a.kv_stride = p.stride;
   std::vector<float> out(static_cast<size_t>(int64_t{p.tokens} * p.shape.n_heads * p.shape.head_dim));
   a.out = out.data();
+  if (lse) {
+    lse->assign(static_cast<size_t>(int64_t{p.tokens} * p.shape.n_heads), NAN);
+    a.lse = lse->data();
+  }
   a.cache = {p.k_cache.data(), p.v_cache.data()};
   a.table = {p.indptr.data(), p.indices.data(), p.last_len.data(), static_cast<int32_t>(p.contexts.size()),
              p.shape.block_size};
@@ -494,6 +501,143 @@ TEST(CudaAttention, RopeFusedWithKvWriteMatchesCpu) {
   }
   cuda::RopeKvArgs bad;
   EXPECT_EQ(cuda::rope_write_kv(bad, nullptr), cudaErrorInvalidValue);
+}
+
+// Each kernel's log-sum-exp (PagedAttentionArgs::lse) against the CPU reference's: the
+// prefill kernels, and decode in one split and in several (the merge kernel writes it).
+TEST(CudaAttention, LogSumExpMatchesReference) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  auto lse_close = [](const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 2e-3 * std::max(1.0f, std::fabs(want[i]))) << what << ": row-head " << i;
+  };
+  struct Case {
+    Kernel kernel;
+    Shape shape;
+    std::vector<int> q_lens, contexts;
+  };
+  std::vector<Case> cases = {{Kernel::kPrefill, {8, 2, 64}, {37, 1, 200}, {37, 90, 700}},
+                             {Kernel::kDecode, {8, 2, 64}, {1, 1, 1}, {1, 300, 5000}},
+                             {Kernel::kDecode, {4, 4, 128}, {1, 1}, {77, 3000}}};
+  if (cuda::prefill_wgmma_available()) cases.push_back({Kernel::kPrefillWgmma, {16, 4, 128}, {130, 1}, {500, 2000}});
+  for (Case& c : cases) {
+    Problem p = make_problem(rng, c.shape, c.q_lens, c.contexts, 4.0f);
+    GpuProblem g(p);
+    SY_CUDA_OK(cuda::write_kv_cache(g.a, nullptr));
+    std::vector<float> want_lse;
+    reference(p, &want_lse);
+    DeviceArray<float> lse(want_lse.size());
+    g.a.lse = lse.get();
+    const std::string what = c.kernel == Kernel::kDecode ? "decode" : c.kernel == Kernel::kPrefill ? "prefill" : "prefill wgmma";
+    if (c.kernel == Kernel::kDecode) {
+      for (int ns : {1, 5}) {
+        lse.poison();
+        SY_CUDA_OK(cuda::paged_decode_attention(g.a, ns, nullptr));
+        lse_close(lse.download(), want_lse, what + " splits " + std::to_string(ns));
+      }
+      continue;
+    }
+    g.a.prefill_kernel = c.kernel == Kernel::kPrefillWgmma ? 1 : 0;
+    lse.poison();
+    SY_CUDA_OK(cuda::paged_prefill_attention(g.a, *std::max_element(c.q_lens.begin(), c.q_lens.end()),
+                                             *std::max_element(c.contexts.begin(), c.contexts.end()), nullptr));
+    lse_close(lse.download(), want_lse, what);
+  }
+}
+
+// Decode rows attending to disjoint key sets (each sequence's blocks cut into parts, as
+// decode context parallelism shards them), merged on the GPU: the unsharded reference's
+// output and log-sum-exp, and the CPU merge of the same partial states.
+TEST(CudaAttentionMerge, PartsOverDisjointKeysMergeToTheWhole) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  for (int parts : {2, 3}) {
+    Problem p = make_problem(rng, {8, 2, 64}, std::vector<int>(4, 1), {40, 300, 1000, 4097}, 4.0f);
+    GpuProblem g(p);
+    SY_CUDA_OK(cuda::write_kv_cache(g.a, nullptr));
+    std::vector<float> want_lse;
+    const std::vector<float> want = reference(p, &want_lse);
+    const int64_t row_heads = int64_t{p.tokens} * p.shape.n_heads, elems = row_heads * p.shape.head_dim;
+    std::vector<DeviceArray<uint16_t>> outs;
+    std::vector<DeviceArray<float>> lses;
+    std::vector<DeviceArray<int32_t>> tables;
+    cuda::MergeStatesArgs m;
+    std::vector<std::vector<float>> host_outs, host_lses;
+    for (int part = 0; part < parts; ++part) {
+      // Part `part` of each sequence: blocks [nb·part/parts, nb·(part+1)/parts); the
+      // query's position is past all of them, so every key of the part is visible.
+      std::vector<int32_t> indptr{0}, indices, last_len;
+      for (size_t s = 0; s < p.contexts.size(); ++s) {
+        const int nb = p.indptr[s + 1] - p.indptr[s];
+        const int b0 = nb * part / parts, b1 = nb * (part + 1) / parts;
+        for (int b = b0; b < b1; ++b) indices.push_back(p.indices[static_cast<size_t>(p.indptr[s] + b)]);
+        indptr.push_back(static_cast<int32_t>(indices.size()));
+        last_len.push_back(b1 == nb ? p.last_len[s] : p.shape.block_size);
+      }
+      tables.emplace_back(indptr);
+      tables.emplace_back(indices.empty() ? std::vector<int32_t>{0} : indices);
+      tables.emplace_back(last_len);
+      outs.emplace_back(static_cast<size_t>(elems));
+      lses.emplace_back(static_cast<size_t>(row_heads));
+      outs.back().poison();
+      lses.back().poison();
+      cuda::PagedAttentionArgs a = g.a;
+      a.kv_indptr = tables[tables.size() - 3].get();
+      a.kv_indices = tables[tables.size() - 2].get();
+      a.kv_last_block_len = tables.back().get();
+      a.out = outs.back().as<bf16>();
+      a.lse = lses.back().get();
+      SY_CUDA_OK(cuda::paged_decode_attention(a, 2, nullptr));
+      m.outs[part] = outs.back().as<bf16>();
+      m.lses[part] = lses.back().get();
+      host_outs.push_back(from_bf16(outs.back().download()));
+      host_lses.push_back(lses.back().download());
+    }
+    DeviceArray<uint16_t> merged(static_cast<size_t>(elems));
+    DeviceArray<float> merged_lse(static_cast<size_t>(row_heads));
+    merged.poison();
+    merged_lse.poison();
+    m.num_parts = parts;
+    m.out = merged.as<bf16>();
+    m.lse = merged_lse.get();
+    m.rows = p.tokens;
+    m.heads = p.shape.n_heads;
+    m.head_dim = p.shape.head_dim;
+    SY_CUDA_OK(cuda::merge_attention_states(m, nullptr));
+    const std::vector<float> got = from_bf16(merged.download()), got_lse = merged_lse.download();
+    expect_close(got, want, std::to_string(parts) + " parts against the unsharded reference");
+    for (int64_t i = 0; i < row_heads; ++i)
+      ASSERT_NEAR(got_lse[static_cast<size_t>(i)], want_lse[static_cast<size_t>(i)], 2e-3 * std::max(1.0f, std::fabs(want_lse[static_cast<size_t>(i)])))
+          << parts << " parts, row-head " << i;
+    // The CPU merge of the same partial states.
+    std::vector<const float*> po, pl;
+    for (int part = 0; part < parts; ++part) po.push_back(host_outs[static_cast<size_t>(part)].data()), pl.push_back(host_lses[static_cast<size_t>(part)].data());
+    std::vector<float> cpu_out(static_cast<size_t>(elems)), cpu_lse(static_cast<size_t>(row_heads));
+    cpu::merge_attention_states(po.data(), pl.data(), parts, cpu_out.data(), cpu_lse.data(), p.tokens, p.shape.n_heads,
+                                p.shape.head_dim);
+    EXPECT_LT(relative_error(got, cpu_out), kBf16Rounding) << parts << " parts against the CPU merge";
+    for (int64_t i = 0; i < row_heads; ++i)
+      ASSERT_NEAR(got_lse[static_cast<size_t>(i)], cpu_lse[static_cast<size_t>(i)], 1e-5 * std::max(1.0f, std::fabs(cpu_lse[static_cast<size_t>(i)])));
+  }
+  // A part that saw no key weighs nothing; all parts empty gives zeros and −inf.
+  const std::vector<float> o1{1.0f, 2.0f}, l1{0.5f}, l_empty{-INFINITY};
+  DeviceArray<uint16_t> d_o1(to_bf16(o1)), d_o2(to_bf16(std::vector<float>{7.0f, 7.0f})), d_out(2);
+  DeviceArray<float> d_l1(l1), d_le(l_empty), d_lse(1);
+  cuda::MergeStatesArgs m;
+  m.outs[0] = d_o1.as<bf16>(), m.outs[1] = d_o2.as<bf16>();
+  m.lses[0] = d_l1.get(), m.lses[1] = d_le.get();
+  m.num_parts = 2, m.out = d_out.as<bf16>(), m.lse = d_lse.get(), m.rows = 1, m.heads = 1, m.head_dim = 2;
+  SY_CUDA_OK(cuda::merge_attention_states(m, nullptr));
+  EXPECT_EQ(from_bf16(d_out.download()), o1);
+  EXPECT_FLOAT_EQ(d_lse.download()[0], 0.5f);
+  m.lses[0] = d_le.get();
+  SY_CUDA_OK(cuda::merge_attention_states(m, nullptr));
+  EXPECT_EQ(from_bf16(d_out.download()), (std::vector<float>{0.0f, 0.0f}));
+  EXPECT_EQ(d_lse.download()[0], -INFINITY);
+  m.num_parts = 0;
+  EXPECT_EQ(cuda::merge_attention_states(m, nullptr), cudaErrorInvalidValue);
 }
 
 TEST(CudaAttention, BadArgumentsAreRejected) {

@@ -138,6 +138,7 @@ std::vector<std::string> Supervisor::worker_argv(int index) const {
   }
   if (r.devices.size() != 1 || r.devices[0] != "cpu") a.insert(a.end(), {"--device", "cuda"});
   if (r.tp > 1) a.insert(a.end(), {"--tp", std::to_string(r.tp)});
+  if (r.pcp > 1) a.insert(a.end(), {"--pcp", std::to_string(r.pcp)});
   a.insert(a.end(), f.worker.extra_args.begin(), f.worker.extra_args.end());
   return a;
 }

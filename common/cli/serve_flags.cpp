@@ -55,9 +55,11 @@ std::optional<bool> read_numerics(const Args& a) {
 
 int32_t read_tp(const Args& a) { return int_in(a, "tp", 1, 1, 64); }
 
+int32_t read_pcp(const Args& a) { return int_in(a, "pcp", 1, 1, 64); }
+
 std::set<std::string> serve_flag_names() {
   std::set<std::string> names = {"model",        "host",          "port",       "boot-id",           "max-num-seqs", "kv-blocks",
-                                 "kv-memory-gb", "prefill-chunk", "block-size", "served-model-name", "http-threads", "numerics", "tp"};
+                                 "kv-memory-gb", "prefill-chunk", "block-size", "served-model-name", "http-threads", "numerics", "tp", "pcp"};
   names.insert(std::begin(kLimitFlags), std::end(kLimitFlags));
   return names;
 }
@@ -88,6 +90,7 @@ ServeFlags read_serve_flags(const Args& a) {
   f.limits = read_limits(a);
   f.deterministic = read_numerics(a);
   f.tp = read_tp(a);
+  f.pcp = read_pcp(a);
   return f;
 }
 

@@ -30,6 +30,7 @@ struct ServeFlags {
   // backend's default (BackendOptions::deterministic, docs/NUMERICS.md).
   std::optional<bool> deterministic;
   int32_t tp = 1;  // --tp: tensor-parallel ranks (BackendOptions::tp)
+  int32_t pcp = 1;  // --pcp: context-parallel ranks (BackendOptions::pcp)
   // The HTTP listener's limits (--max-header-bytes, --header-timeout-s, ...: the names
   // of replicas.yaml's `limits` fields with dashes), for http::apply_limits.
   LimitsConfig limits;
@@ -45,6 +46,9 @@ std::optional<bool> read_numerics(const Args& a);
 // --tp: tensor-parallel ranks, 1..64 (default 1); throws UsageError outside. The offline
 // commands take it too.
 int32_t read_tp(const Args& a);
+// --pcp: context-parallel ranks, 1..64 (default 1); throws UsageError outside. The offline
+// commands take it too.
+int32_t read_pcp(const Args& a);
 
 // Reads and checks them; throws UsageError naming the flag.
 ServeFlags read_serve_flags(const Args& a);

@@ -42,6 +42,7 @@ void write_kv(const AttentionParams& p) {
     for (int64_t t = p.cu_seqlens[s]; t < p.cu_seqlens[s + 1]; ++t) {
       const int64_t pos = p.positions[t];
       const int64_t block = p.table.block_of(s, pos);
+      if (block < 0) continue;  // a block another context-parallel rank holds
       const int64_t slot = p.table.slot_of(pos);
       for (int64_t h = 0; h < p.n_kv_heads; ++h) {
         const int64_t dst = ((block * p.n_kv_heads + h) * bs + slot) * d;

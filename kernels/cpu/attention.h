@@ -43,7 +43,8 @@ struct AttentionParams {
   const int32_t* positions = nullptr;   // [tokens]: absolute position of each query row
 };
 
-// Stores this step's keys and values at their positions in the cache.
+// Stores this step's keys and values at their positions in the cache; a block id below 0
+// in the table (a block another context-parallel rank holds) is skipped.
 void write_kv(const AttentionParams& p);
 
 // out = softmax(q·kᵀ · scale, causal) · v for every query row, reading all keys of the

@@ -54,7 +54,11 @@ size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size) {
 std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSource& src,
                                         const ModelConfig& config, const BackendOptions& options) {
   if (options.tp < 1 || options.tp > 64) throw std::invalid_argument("tp must be in 1..64");
-  if (name == "cpu") return options.tp > 1 ? create_cpu_group(src, config, options) : std::make_unique<CpuBackend>(src, config, options);
+  if (options.pcp < 1 || options.pcp > 64) throw std::invalid_argument("pcp must be in 1..64");
+  if (name == "cpu")
+    return options.tp > 1 || options.pcp > 1 ? create_cpu_group(src, config, options) : std::make_unique<CpuBackend>(src, config, options);
+  if (options.pcp > 1)
+    throw std::invalid_argument("context parallelism on cuda devices is not built yet (cpu ranks only: --device cpu --pcp N)");
   const std::vector<int> devices = cuda_devices(name, options.tp);
 #ifdef SY_HAVE_CUDA
   if (devices.size() > 1) return create_cuda_group(src, config, options, devices);

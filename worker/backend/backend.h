@@ -60,6 +60,11 @@ struct BackendOptions {
   // process over a "threads" communicator (GroupBackend). Shapes tp does not divide are
   // refused (std::invalid_argument).
   int32_t tp = 1;
+  // Context-parallel ranks (prefill PCP, decode DCP; worker/plan/context_split.h): cpu,
+  // a group of tp × pcp ranks as threads. Each rank holds 1/pcp of the KV, so the
+  // group's KV capacity is pcp × one rank's (num_kv_blocks and kv_memory_bytes are per
+  // rank). cuda: refused until built.
+  int32_t pcp = 1;
   // Batch-invariant numerics (docs/NUMERICS.md): a sequence's logits are the same bits
   // whatever else shares its batch, however its prompt is chunked, whether a position is
   // computed by a prefill or a decode step and whether its prefix came from the cache, so

@@ -1,6 +1,7 @@
 #include "worker/backend/cpu_backend.h"
 
 #include <cmath>
+#include <optional>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "kernels/cpu/invariant_gemm.h"
 #include "kernels/cpu/norm.h"
 #include "kernels/cpu/thread_pool.h"
+#include "worker/backend/cpu_context_attention.h"
 #include "worker/model/decoder.h"
 #include "worker/parallel/communicator.h"
 
@@ -36,12 +38,13 @@ void for_row_chunks(cpu::ThreadPool& pool, int64_t rows, Fn&& fn) {
 }  // namespace
 
 // The decoder's ops (worker/model/decoder.h) over one plan, on this rank's buffers:
-// x_ (fp32 residual), h_ (normalized), qkv_, attn_, proj_ (delta), gate_up_, act_.
+// x_ (fp32 residual), h_ (normalized), qkv_, attn_, proj_ (delta), gate_up_, act_. A
+// context-parallel rank's buffers hold only its own rows of the plan.
 class CpuBackend::Step : public DecoderOps {
  public:
   Step(CpuBackend& b, const BatchPlan& plan)
-      : b_(b), plan_(plan), c_(b.local_), T_(plan.num_tokens()), H_(c_.hidden), Q_(c_.q_dim()), KV_(c_.kv_dim()),
-        F_(c_.ffn), QKV_(Q_ + 2 * KV_) {
+      : b_(b), plan_(plan), c_(b.local_), split_(own_rows(b, plan)), T_(static_cast<int64_t>(tokens_.size())), H_(c_.hidden),
+        Q_(c_.q_dim()), KV_(c_.kv_dim()), F_(c_.ffn), QKV_(Q_ + 2 * KV_) {
     grow(b.x_, static_cast<size_t>(T_ * H_));
     grow(b.h_, static_cast<size_t>(T_ * H_));
     grow(b.qkv_, static_cast<size_t>(T_ * QKV_));
@@ -62,12 +65,14 @@ class CpuBackend::Step : public DecoderOps {
     ap_.table = plan.kv_table(b.block_size_);
     ap_.cu_seqlens = plan.cu_seqlens.data();
     ap_.positions = plan.positions.data();
+    if (b.cp_comm_)
+      cp_attention_.emplace(plan, split_, b.block_size_, c_.n_heads, c_.n_kv_heads, c_.head_dim, *b.cp_comm_, *b.pool_);
   }
 
   void embed() override {
     const auto& emb = b_.weights_.embedding;
     for (int64_t t = 0; t < T_; ++t)
-      std::memcpy(&b_.x_[static_cast<size_t>(t * H_)], &emb[static_cast<size_t>(plan_.token_ids[t]) * H_], H_ * sizeof(float));
+      std::memcpy(&b_.x_[static_cast<size_t>(t * H_)], &emb[static_cast<size_t>(tokens_[static_cast<size_t>(t)]) * H_], H_ * sizeof(float));
   }
 
   void attention_norm(int l) override { norm(layer(l).attn_norm.data(), l > 0); }
@@ -91,15 +96,20 @@ class CpuBackend::Step : public DecoderOps {
 
   void rope_and_cache(int l) override {
     for_row_chunks(*b_.pool_, T_, [&](int64_t r0, int64_t r1) {
-      cpu::rope(&b_.qkv_[r0 * QKV_], r1 - r0, QKV_, c_.n_heads, &plan_.positions[r0], b_.rope_);
-      cpu::rope(&b_.qkv_[r0 * QKV_ + Q_], r1 - r0, QKV_, c_.n_kv_heads, &plan_.positions[r0], b_.rope_);
+      cpu::rope(&b_.qkv_[r0 * QKV_], r1 - r0, QKV_, c_.n_heads, &positions_[static_cast<size_t>(r0)], b_.rope_);
+      cpu::rope(&b_.qkv_[r0 * QKV_ + Q_], r1 - r0, QKV_, c_.n_kv_heads, &positions_[static_cast<size_t>(r0)], b_.rope_);
     });
     ap_.cache.k = b_.kv_.get() + b_.layer_kv_floats_ * 2 * static_cast<size_t>(l);
     ap_.cache.v = ap_.cache.k + b_.layer_kv_floats_;
-    cpu::write_kv(ap_);
+    if (!cp_attention_) cpu::write_kv(ap_);  // a context-parallel rank stores its blocks' keys in attention()
   }
 
-  void attention(int) override { cpu::paged_attention(ap_, *b_.pool_); }
+  void attention(int) override {
+    if (cp_attention_)
+      cp_attention_->run(b_.qkv_.data(), ap_.cache, b_.attn_.data());
+    else
+      cpu::paged_attention(ap_, *b_.pool_);
+  }
 
   void output_projection(int l) override { b_.matmul(b_.attn_.data(), layer(l).wo.data(), b_.proj_.data(), T_, H_, Q_); }
 
@@ -114,14 +124,24 @@ class CpuBackend::Step : public DecoderOps {
 
   void all_reduce_delta() override { b_.all_reduce(b_.proj_.data(), static_cast<size_t>(T_ * H_)); }
 
-  // Only the rows whose logits are wanted: x + delta, normalized, into last_.
+  // Only the rows whose logits are wanted: x + delta, normalized, into last_. A
+  // context-parallel rank first gathers every rank's rows of x + delta.
   void final_norm() override {
     const auto R = static_cast<int64_t>(plan_.logits_rows.size());
     b_.last_.resize(static_cast<size_t>(R * H_));
+    const float* x = b_.x_.data();
+    const float* delta = b_.proj_.data();
+    if (cp_attention_) {
+      for (size_t i = 0; i < static_cast<size_t>(T_ * H_); ++i) b_.x_[i] += b_.proj_[i];
+      grow(b_.rows_, static_cast<size_t>(plan_.num_tokens() * H_));
+      gather_rows(*b_.cp_comm_, split_, b_.x_.data(), H_, b_.rows_.data(), b_.send_, b_.recv_);
+      x = b_.rows_.data();
+      delta = nullptr;
+    }
     for (int64_t i = 0; i < R; ++i) {
       const int64_t t = plan_.logits_rows[static_cast<size_t>(i)];
       for (int64_t k = 0; k < H_; ++k)
-        b_.last_[static_cast<size_t>(i * H_ + k)] = b_.x_[static_cast<size_t>(t * H_ + k)] + b_.proj_[static_cast<size_t>(t * H_ + k)];
+        b_.last_[static_cast<size_t>(i * H_ + k)] = x[t * H_ + k] + (delta ? delta[t * H_ + k] : 0.0f);
     }
     cpu::rms_norm(b_.last_.data(), b_.weights_.output_norm.data(), b_.last_.data(), R, H_, c_.rms_eps);
   }
@@ -138,26 +158,46 @@ class CpuBackend::Step : public DecoderOps {
     });
   }
 
+  // This rank's rows of the plan (every row without context parallelism), their tokens
+  // and positions.
+  ContextSplit own_rows(const CpuBackend& b, const BatchPlan& plan) {
+    ContextSplit split = split_context(plan, b.cp_size_);
+    for (const int32_t t : split.rows[static_cast<size_t>(b.cp_comm_ ? b.cp_comm_->rank() : 0)]) {
+      tokens_.push_back(plan.token_ids[static_cast<size_t>(t)]);
+      positions_.push_back(plan.positions[static_cast<size_t>(t)]);
+    }
+    return split;
+  }
+
   CpuBackend& b_;
   const BatchPlan& plan_;
   const ModelConfig& c_;
+  std::vector<int32_t> tokens_, positions_;
+  const ContextSplit split_;
   const int64_t T_, H_, Q_, KV_, F_, QKV_;
   cpu::AttentionParams ap_;
+  std::optional<ContextAttention> cp_attention_;
 };
 
 CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options, TensorParallel tp,
-                       parallel::Communicator* comm)
+                       parallel::Communicator* comm, ContextParallel cp, parallel::Communicator* cp_comm)
     : weights_(ModelWeights::load(src, config, RankShape::of(config, tp))),
       local_(weights_.shape.local(config)),
       block_size_(options.block_size),
       deterministic_(options.deterministic.value_or(true)),
-      comm_(comm) {
+      comm_(comm),
+      cp_comm_(cp.size > 1 ? cp_comm : nullptr),
+      cp_size_(cp.size) {
   if (block_size_ <= 0 || block_size_ > 1024) throw std::invalid_argument("block size must be in 1..1024");
   if (tp.size > 1 && (!comm || comm->size() != tp.size || comm->rank() != tp.rank || comm->memory() != parallel::MemoryKind::kHost))
     throw std::invalid_argument("a cpu tensor-parallel rank needs its own end of a host communicator of tp ranks");
-  if (tp.size > 1) {
+  if (cp.size < 1 || cp.rank < 0 || cp.rank >= cp.size)
+    throw std::invalid_argument("context-parallel rank " + std::to_string(cp.rank) + " of " + std::to_string(cp.size));
+  if (cp.size > 1 && (!cp_comm || cp_comm->size() != cp.size || cp_comm->rank() != cp.rank || cp_comm->memory() != parallel::MemoryKind::kHost))
+    throw std::invalid_argument("a cpu context-parallel rank needs its own end of a host communicator of pcp ranks");
+  if (tp.size > 1 || cp.size > 1) {
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    own_pool_ = std::make_unique<cpu::ThreadPool>(std::max(1, static_cast<int>(hw) / tp.size));
+    own_pool_ = std::make_unique<cpu::ThreadPool>(std::max(1, static_cast<int>(hw) / (tp.size * cp.size)));
     pool_ = own_pool_.get();
   } else {
     pool_ = &cpu::ThreadPool::global();
@@ -169,6 +209,7 @@ CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const 
   const size_t per_block = kv_bytes_per_block(local_, block_size_);
   num_blocks_ = options.num_kv_blocks > 0 ? options.num_kv_blocks : static_cast<int32_t>(std::min<size_t>(options.kv_memory_bytes / per_block, INT32_MAX));
   if (num_blocks_ <= 0) throw std::invalid_argument("KV memory budget holds no block");
+  if (static_cast<int64_t>(num_blocks_) * cp_size_ > INT32_MAX) num_blocks_ = INT32_MAX / cp_size_;
   layer_kv_floats_ = static_cast<size_t>(num_blocks_) * static_cast<size_t>(block_size_) * static_cast<size_t>(local_.kv_dim());
   // Not zeroed: pages are touched only when a block is first written.
   kv_.reset(new float[layer_kv_floats_ * 2 * static_cast<size_t>(config.n_layers)]);
@@ -191,15 +232,17 @@ void CpuBackend::all_reduce(float* data, size_t n) const {
 
 void CpuBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
   const ModelConfig& c = weights_.config;
-  const std::string bad = plan.validate(block_size_, num_blocks_, c.vocab);
+  const std::string bad = plan.validate(block_size_, num_kv_blocks(), c.vocab);
   SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
   Step step(*this, plan);
   run_decoder(step, c.n_layers, comm_ != nullptr);
 
   // The LM head: the whole vocabulary, or this rank's slice gathered from every rank.
-  const auto R = static_cast<int64_t>(plan.logits_rows.size());
+  // Context-parallel ranks past the first return none: the group returns rank 0's.
+  const auto R = cp_comm_ && cp_comm_->rank() > 0 ? 0 : static_cast<int64_t>(plan.logits_rows.size());
   const int64_t H = c.hidden, V = c.vocab;
   logits.resize(static_cast<size_t>(R * V));
+  if (R == 0) return;  // every rank of this tensor-parallel group agrees
   if (!comm_) return matmul(last_.data(), weights_.output_matrix(), logits.data(), R, V, H);
   const RankShape& s = weights_.shape;
   const int64_t stride = s.vocab_stride;

@@ -9,6 +9,13 @@
 // group and gathers the vocabulary slices of the logits, so every rank returns the whole
 // logits. Each rank then runs on its own thread with its own pool (the host's threads
 // divided among the ranks); GroupBackend (group_backend.h) drives the ranks.
+//
+// Context parallelism: a rank made with ContextParallel (and its end of a context-
+// parallel communicator) runs only its rows of each step (worker/plan/context_split.h),
+// keeps only the KV blocks whose home it is, in slot b / pcp of its cache (so it reports
+// pcp × its slots as its logical block count), and attends through ContextAttention
+// (cpu_context_attention.h); the final rows are gathered so every rank returns the whole
+// logits.
 #pragma once
 
 #include <memory>
@@ -30,14 +37,17 @@ class CpuBackend : public Backend {
  public:
   // `comm`: this rank's end of a host-memory communicator of tp.size ranks (null when
   // tp.size is 1). Throws std::invalid_argument for a shape tp does not divide.
+  // `cp_comm`: this rank's end of a host communicator of cp.size ranks (null when cp.size
+  // is 1).
   CpuBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options,
-             TensorParallel tp = {}, parallel::Communicator* comm = nullptr);
+             TensorParallel tp = {}, parallel::Communicator* comm = nullptr, ContextParallel cp = {},
+             parallel::Communicator* cp_comm = nullptr);
   ~CpuBackend() override;
 
   std::string name() const override { return "cpu"; }
   const ModelConfig& config() const override { return weights_.config; }
   int32_t block_size() const override { return block_size_; }
-  int32_t num_kv_blocks() const override { return num_blocks_; }
+  int32_t num_kv_blocks() const override { return num_blocks_ * cp_size_; }
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
 
  private:
@@ -53,16 +63,18 @@ class CpuBackend : public Backend {
   ModelConfig local_;  // this rank's head counts and FFN width
   cpu::RopeParams rope_;
   int32_t block_size_;
-  int32_t num_blocks_;
+  int32_t num_blocks_;  // this rank's cache slots
   bool deterministic_;
   parallel::Communicator* comm_;
+  parallel::Communicator* cp_comm_;
+  int32_t cp_size_ = 1;
   std::unique_ptr<cpu::ThreadPool> own_pool_;  // a tensor-parallel rank's threads
   cpu::ThreadPool* pool_;
   // Per layer: [num_blocks, local n_kv_heads, block_size, head_dim] keys, then values.
   std::unique_ptr<float[]> kv_;
   size_t layer_kv_floats_ = 0;
   // Activations, grown to the largest step seen.
-  std::vector<float> x_, h_, qkv_, attn_, proj_, gate_up_, act_, last_, local_logits_, gathered_;
+  std::vector<float> x_, h_, qkv_, attn_, proj_, gate_up_, act_, last_, local_logits_, gathered_, rows_, send_, recv_;
 };
 
 }  // namespace sy

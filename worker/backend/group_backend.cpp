@@ -9,7 +9,7 @@ namespace sy {
 
 GroupBackend::GroupBackend(std::vector<std::unique_ptr<Backend>> ranks, parallel::CommunicatorGroup comms)
     : ranks_(std::move(ranks)), comms_(std::move(comms)) {
-  if (ranks_.empty() || ranks_.size() != comms_.size()) throw std::invalid_argument("a group needs one communicator per rank");
+  if (ranks_.empty()) throw std::invalid_argument("a group needs ranks");
   num_kv_blocks_ = ranks_[0]->num_kv_blocks();
   for (const auto& r : ranks_) num_kv_blocks_ = std::min(num_kv_blocks_, r->num_kv_blocks());
   scratch_logits_.resize(ranks_.size());
@@ -86,15 +86,31 @@ void GroupBackend::forward_sample(const BatchPlan& plan, std::span<const RowSamp
 }
 
 std::unique_ptr<Backend> create_cpu_group(const ModelSource& src, const ModelConfig& config, const BackendOptions& options) {
-  const int tp = options.tp;
+  const int tp = options.tp, pcp = options.pcp;
+  if (pcp < 1 || pcp > 64) throw std::invalid_argument("pcp must be in 1..64");
   RankShape::of(config, {0, tp});  // a shape tp does not divide is refused before any load
-  parallel::CommunicatorOptions co;
-  co.size = tp;
-  parallel::CommunicatorGroup comms = parallel::create_communicators("threads", co);
+  auto make = [](int size) {
+    parallel::CommunicatorOptions co;
+    co.size = size;
+    return parallel::create_communicators("threads", co);
+  };
+  // tp_comms[p][t], cp_comms[t][p]: rank (p, t)'s ends.
+  std::vector<parallel::CommunicatorGroup> tp_comms, cp_comms;
+  for (int p = 0; p < pcp && tp > 1; ++p) tp_comms.push_back(make(tp));
+  for (int t = 0; t < tp && pcp > 1; ++t) cp_comms.push_back(make(pcp));
   std::vector<std::unique_ptr<Backend>> ranks;
   // One after the other: loading uses the process pool, which serves one caller at a time.
-  for (int r = 0; r < tp; ++r) ranks.push_back(std::make_unique<CpuBackend>(src, config, options, TensorParallel{r, tp}, comms[static_cast<size_t>(r)].get()));
-  return std::make_unique<GroupBackend>(std::move(ranks), std::move(comms));
+  for (int p = 0; p < pcp; ++p)
+    for (int t = 0; t < tp; ++t)
+      ranks.push_back(std::make_unique<CpuBackend>(src, config, options, TensorParallel{t, tp},
+                                                   tp > 1 ? tp_comms[static_cast<size_t>(p)][static_cast<size_t>(t)].get() : nullptr,
+                                                   ContextParallel{p, pcp},
+                                                   pcp > 1 ? cp_comms[static_cast<size_t>(t)][static_cast<size_t>(p)].get() : nullptr));
+  parallel::CommunicatorGroup all;
+  for (auto* groups : {&tp_comms, &cp_comms})
+    for (auto& g : *groups)
+      for (auto& c : g) all.push_back(std::move(c));
+  return std::make_unique<GroupBackend>(std::move(ranks), std::move(all));
 }
 
 }  // namespace sy

@@ -23,7 +23,9 @@ namespace sy {
 
 class GroupBackend : public Backend {
  public:
-  // ranks[r] uses comms[r]; both non-empty and of one size.
+  // `comms`: every communicator the ranks use (one per rank for tensor parallelism alone;
+  // a tp × pcp group's tensor- and context-parallel ones), owned by the group, which
+  // aborts them all when a rank fails. `ranks` non-empty.
   GroupBackend(std::vector<std::unique_ptr<Backend>> ranks, parallel::CommunicatorGroup comms);
   ~GroupBackend() override;
 
@@ -57,8 +59,12 @@ class GroupBackend : public Backend {
   std::vector<std::thread> threads_;  // ranks 1..
 };
 
-// A group of `options.tp` CPU ranks over a "threads" communicator (create_backend("cpu")
-// with tp > 1 builds it). Throws std::invalid_argument for a shape tp does not divide.
+// A group of `options.tp` × `options.pcp` CPU ranks over "threads" communicators
+// (create_backend("cpu") with tp or pcp > 1 builds it): rank p · tp + t is tensor-parallel
+// rank t of context-parallel rank p; the ranks of one p share a tensor-parallel
+// communicator, those of one t a context-parallel one. Rank 0's logits are returned
+// (every rank computes the whole logits). Throws std::invalid_argument for a shape tp does
+// not divide.
 std::unique_ptr<Backend> create_cpu_group(const ModelSource& src, const ModelConfig& config, const BackendOptions& options);
 
 }  // namespace sy

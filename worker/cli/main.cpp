@@ -19,10 +19,10 @@ const char kUsage[] =
     "  tokenize   --model M --text T [--add-special]\n"
     "  chat       --model M --messages FILE.json [--no-thinking]\n"
     "  eval       --model M --prompt-ids 1,2,3 --logits-out F [--last-only] [--device cpu|cuda[:N]]\n"
-    "             [--numerics auto|deterministic|fast] [--tp N]\n"
+    "             [--numerics auto|deterministic|fast] [--tp N] [--pcp N]\n"
     "  generate   --model M (--prompt T | --prompt-ids 1,2,3 | --messages FILE.json [--no-thinking])\n"
     "             --max-tokens N [--temperature 0] [--json] [--ignore-eos] [--prefill-chunk N]\n"
-    "             [--device cpu|cuda[:N]] [--numerics auto|deterministic|fast] [--tp N]\n"
+    "             [--device cpu|cuda[:N]] [--numerics auto|deterministic|fast] [--tp N] [--pcp N]\n"
     "  make-model --arch qwen3|llama|qwen2 --preset NAME --tokenizer-from GGUF_OR_TOKENIZER_JSON\n"
     "             --out F.gguf [--dtype bf16|f16|f32|q8_0] [--seed N]\n"
     "  serve      --model M [--host 127.0.0.1] [--port 8000] [--boot-id ID] [--max-num-seqs 16]\n"
@@ -30,6 +30,8 @@ const char kUsage[] =
     "             [--served-model-name NAME] [--http-threads 2] [--no-prefix-caching]\n"
     "             [--device cpu|cuda[:N]]  (cuda: without a KV flag, 90% of the free device memory)\n"
     "             [--tp N]  (tensor-parallel ranks; cpu: threads of this process)\n"
+    "             [--pcp N]  (context-parallel ranks, cpu only: the prompt split over N × tp\n"
+    "             ranks, each holding 1/N of the KV; KV flags are per rank)\n"
     "             [--numerics auto|deterministic|fast]  (batch-invariant or fastest kernels; auto:\n"
     "             the backend's default, cpu deterministic, cuda fast; docs/NUMERICS.md)\n";
 

@@ -44,6 +44,7 @@ int run_serve(const std::vector<std::string>& argv) {
   bo.block_size = f.block_size;
   bo.deterministic = f.deterministic;
   bo.tp = f.tp;
+  bo.pcp = f.pcp;
   if (f.kv_blocks) bo.num_kv_blocks = *f.kv_blocks;
   if (f.kv_memory_gb) bo.kv_memory_bytes = static_cast<size_t>(*f.kv_memory_gb * double(1 << 30));
   // --device cuda[:N]: decode graphs for every batch the scheduler can form, step buffers

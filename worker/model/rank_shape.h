@@ -16,6 +16,13 @@ struct TensorParallel {
   int size = 1;
 };
 
+// A context-parallel rank (prefill PCP, decode DCP): it holds the whole tensor-parallel
+// slice of the weights and 1/size of the sequences' KV (worker/plan/context_split.h).
+struct ContextParallel {
+  int rank = 0;
+  int size = 1;
+};
+
 struct RankShape {
   int rank = 0, size = 1;
   int q_head0 = 0, n_heads = 0;      // query heads [q_head0, q_head0 + n_heads)

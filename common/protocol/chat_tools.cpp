@@ -1,5 +1,7 @@
 #include "common/protocol/chat_tools.h"
 
+#include "common/tool_calls/json_scanner.h"
+
 #include <set>
 #include <string>
 
@@ -104,6 +106,10 @@ std::optional<ApiError> prepare_call(Json& call, const std::string& where,
   if (args == f->end() || args->is_null()) {
     (*f)["arguments"] = Json::object();
   } else if (args->is_string()) {
+    if (json_text_depth(args->get_ref<const std::string&>()) > kMaxJsonDepth)
+      return ApiError::bad_request(quote_field(where + ".function.arguments") + " nests deeper than " +
+                                       std::to_string(kMaxJsonDepth) + " levels",
+                                   "messages");
     Json parsed = Json::parse(args->get_ref<const std::string&>(), nullptr, false);
     if (parsed.is_discarded())
       return ApiError::bad_request(

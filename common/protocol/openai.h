@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/protocol/api_error.h"
@@ -112,6 +113,10 @@ struct TokenLogprob {
 };
 
 struct ResponseHeader {
+  ResponseHeader() = default;
+  ResponseHeader(ApiKind k, std::string response_id, std::string model_name, int64_t created_at)
+      : kind(k), id(std::move(response_id)), model(std::move(model_name)), created(created_at) {}
+
   ApiKind kind = ApiKind::kCompletion;
   std::string id;  // "cmpl-..." / "chatcmpl-..."
   std::string model;

@@ -11,12 +11,20 @@ std::optional<ApiError> prompt_ids_for(const OpenAiRequest& req, const Tokenizer
     ids = req.prompt_is_ids ? req.prompt_ids : tokenizer.encode(req.prompt, true);
     return std::nullopt;
   }
+  std::string text;
+  if (auto e = render_chat_prompt(req, chat_template, text, output)) return e;
+  // The rendered text already holds the special tokens the template wants.
+  ids = tokenizer.encode(text, false);
+  return std::nullopt;
+}
+
+std::optional<ApiError> render_chat_prompt(const OpenAiRequest& req, const ChatTemplate* chat_template, std::string& text,
+                                           ChatOutputSpec* output) {
   if (!chat_template) return ApiError::bad_request("this model has no chat template; use /v1/completions", "messages");
   const TemplateFeatures features = template_features(chat_template->source());
   const bool tools_offered = req.template_kwargs.contains("tools");
   if (tools_offered && !features.takes_tools)
     return ApiError::bad_request("this model's chat template does not render tools, so the model would not see them", "tools");
-  std::string text;
   try {
     text = chat_template->render(req.messages, req.add_generation_prompt, req.template_kwargs);
   } catch (const std::invalid_argument& e) {
@@ -39,8 +47,6 @@ std::optional<ApiError> prompt_ids_for(const OpenAiRequest& req, const Tokenizer
     output->starts_in_reasoning = output->reasoning && std::string_view(text).substr(0, end).ends_with("<think>");
     output->parallel_tool_calls = req.parallel_tool_calls;
   }
-  // The rendered text already holds the special tokens the template wants.
-  ids = tokenizer.encode(text, false);
   return std::nullopt;
 }
 

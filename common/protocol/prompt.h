@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +23,10 @@ namespace sy {
 // does not render them are a 400: the model would never see them.
 std::optional<ApiError> prompt_ids_for(const OpenAiRequest& req, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
                                        std::vector<int32_t>& ids, ChatOutputSpec* output = nullptr);
+
+// The chat prompt as text: prompt_ids_for's rendering step (same checks, same `output`).
+std::optional<ApiError> render_chat_prompt(const OpenAiRequest& req, const ChatTemplate* chat_template, std::string& text,
+                                           ChatOutputSpec* output = nullptr);
 
 // A server's default chat_template_kwargs (an object) under the request's own: keys the
 // request sets win.

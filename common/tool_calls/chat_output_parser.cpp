@@ -10,6 +10,8 @@ constexpr std::string_view kThinkClose = "</think>";
 constexpr std::string_view kCallOpen = "<tool_call>";
 constexpr std::string_view kCallClose = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr int kMaxCallDepth = 64;  // deeper model output is not parsed whole
+constexpr size_t kMaxHeaderBytes = 1024;  // a call header longer than this is not one
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -82,6 +84,7 @@ Match match_header(std::string_view s, size_t& consumed, std::string& name) {
 // A whole block's text as one call: {"name": string, "arguments"/"parameters": object (or
 // a string holding one), in any order}. False when it is not one.
 bool parse_whole_call(std::string_view text, std::string& name, std::string& arguments) {
+  if (json_text_depth(text) > kMaxCallDepth) return false;
   const auto j = nlohmann::ordered_json::parse(text, nullptr, false);
   if (!j.is_object()) return false;
   auto n = j.find("name");
@@ -131,7 +134,9 @@ std::vector<ChatEvent> ChatOutputParser::feed(std::string_view text) {
   buf_.append(text);
   while (step()) {
   }
-  return std::move(out_);
+  std::vector<ChatEvent> events;
+  events.swap(out_);
+  return events;
 }
 
 std::vector<ChatEvent> ChatOutputParser::finish() {
@@ -167,7 +172,9 @@ std::vector<ChatEvent> ChatOutputParser::finish() {
   state_ = State::kPlain;
   if (calls_ == 0) emit(ChatEvent::Kind::kContent, held_space_);
   held_space_.clear();
-  return std::move(out_);
+  std::vector<ChatEvent> events;
+  events.swap(out_);
+  return events;
 }
 
 ChatOutputParser::State ChatOutputParser::content_state() const {
@@ -296,9 +303,14 @@ bool ChatOutputParser::step_llama_start() {
 bool ChatOutputParser::step_header() {
   size_t consumed = 0;
   std::string name;
-  switch (match_header(buf_, consumed, name)) {
+  Match m = match_header(buf_, consumed, name);
+  if (m == Match::kYes && consumed > kMaxHeaderBytes) m = Match::kNo;  // same in any chunking
+  switch (m) {
     case Match::kNeedMore:
-      return false;
+      if (buf_.size() <= kMaxHeaderBytes) return false;
+      state_ = hermes() ? State::kBadBlock : State::kPlain;  // no real call has such a header
+      bad_scanned_ = 0;
+      return true;
     case Match::kYes:
       buf_.erase(0, consumed);
       start_call(name);
@@ -307,6 +319,7 @@ bool ChatOutputParser::step_header() {
       return true;
     case Match::kNo:
       state_ = hermes() ? State::kBadBlock : State::kPlain;
+      bad_scanned_ = 0;
       return true;
   }
   return false;
@@ -375,8 +388,10 @@ bool ChatOutputParser::step_skip() {
 }
 
 bool ChatOutputParser::step_bad_block(bool at_end) {
-  size_t k = buf_.find(kCallClose);
+  size_t k = buf_.find(kCallClose, bad_scanned_);
   if (k == std::string::npos) {
+    // The next search starts where a closing tag could still begin: linear in the block.
+    bad_scanned_ = buf_.size() - partial_suffix(buf_, kCallClose);
     if (!at_end) return false;
     k = buf_.size();
   }

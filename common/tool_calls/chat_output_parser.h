@@ -90,6 +90,7 @@ class ChatOutputParser {
   std::string reasoning_space_;  // the same for reasoning (dropped at </think>)
   bool content_shown_ = false;   // some content was emitted
   bool tail_brace_ = false;      // kTail: the header object's '}' was read
+  size_t bad_scanned_ = 0;       // kBadBlock: buf_ before this holds no closing tag
   JsonScanner args_;
   int32_t calls_ = 0;            // calls whose header was read
   int32_t emitted_calls_ = 0;

@@ -1,5 +1,7 @@
 #include "common/tool_calls/json_scanner.h"
 
+#include <algorithm>
+
 namespace sy {
 namespace {
 
@@ -203,6 +205,25 @@ JsonScanner::Result JsonScanner::number_byte(char c) {
   }
   state_ = State::kFailed;
   return Result::kReject;
+}
+
+int json_text_depth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 }  // namespace sy

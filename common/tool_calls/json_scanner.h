@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace sy {
 
@@ -57,5 +58,9 @@ class JsonScanner {
   const char* literal_ = nullptr;  // the rest of true/false/null still expected
   Num num_ = Num::kSign;
 };
+
+// The deepest nesting of arrays and objects in JSON text (brackets inside strings do not
+// count), so that text from a client or a model can be refused before a parser recurses.
+int json_text_depth(std::string_view text);
 
 }  // namespace sy

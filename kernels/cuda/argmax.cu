@@ -105,17 +105,18 @@ constexpr int kRecord = kMaxSplit + 1;  // 64-bit slots per row
 
 // Grid (slices, rows).
 __global__ void __launch_bounds__(kSplitThreads)
-    argmax_split_kernel(const float* __restrict__ logits, int vocab, int slice,
-                        int32_t* __restrict__ out, unsigned long long* __restrict__ records) {
+    argmax_split_kernel(const float* __restrict__ logits, int vocab, int64_t row_stride, int index_offset, int slice,
+                        int32_t* __restrict__ out, unsigned long long* __restrict__ keys,
+                        unsigned long long* __restrict__ records) {
   pdl_wait();
   pdl_release();
   __shared__ bool last;
   const int64_t row = blockIdx.y;
-  const float* r = logits + row * vocab;
+  const float* r = logits + row * row_stride;
   const int begin = blockIdx.x * slice, end = min(begin + slice, vocab);
   unsigned long long key = 0ull;
   for (int i = begin + threadIdx.x; i < end; i += kSplitThreads) {
-    const unsigned long long k = candidate(r[i], i);
+    const unsigned long long k = candidate(r[i], index_offset + i);
     key = k > key ? k : key;
   }
   key = block_max(key);
@@ -136,8 +137,26 @@ __global__ void __launch_bounds__(kSplitThreads)
     const unsigned long long other = __shfl_xor_sync(0xffffffffu, key, o);
     key = other > key ? other : key;
   }
-  if (threadIdx.x == 0)
+  if (threadIdx.x != 0) return;
+  if (keys)
+    keys[row] = key;
+  else
     out[row] = key == 0ull ? 0 : static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(key));
+}
+
+// One thread per row: the best of the shards' keys.
+__global__ void merge_keys_kernel(const unsigned long long* __restrict__ keys, int shards, int64_t rows,
+                                  int32_t* __restrict__ out) {
+  pdl_wait();
+  pdl_release();
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= rows) return;
+  unsigned long long key = 0ull;
+  for (int s = 0; s < shards; ++s) {
+    const unsigned long long k = keys[s * rows + row];
+    key = k > key ? k : key;
+  }
+  out[row] = key == 0ull ? 0 : static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(key));
 }
 
 }  // namespace
@@ -147,8 +166,10 @@ size_t argmax_workspace_bytes(int64_t rows) {
 }
 
 cudaError_t argmax(const ArgmaxArgs& a, cudaStream_t stream) {
-  if (!a.logits || !a.out || a.vocab <= 0 || a.rows < 0 || a.rows > INT32_MAX || a.variant < 0 ||
-      a.variant > 1 || (a.variant == 0 && (!a.workspace || a.rows > 65535)))
+  const int64_t row_stride = a.row_stride ? a.row_stride : a.vocab;
+  if (!a.logits || (!a.out && !a.keys) || a.vocab <= 0 || a.rows < 0 || a.rows > INT32_MAX || a.variant < 0 ||
+      a.variant > 1 || (a.variant == 0 && (!a.workspace || a.rows > 65535)) || row_stride < a.vocab ||
+      a.index_offset < 0 || (a.variant == 1 && (row_stride != a.vocab || a.index_offset != 0 || a.keys)))
     return cudaErrorInvalidValue;
   if (a.rows == 0) return cudaSuccess;
   if (a.variant == 1)
@@ -159,8 +180,17 @@ cudaError_t argmax(const ArgmaxArgs& a, cudaStream_t stream) {
   const int slice = static_cast<int>(ceil_div(int64_t{a.vocab}, slices));
   return launch_kernel(argmax_split_kernel,
                        dim3(static_cast<unsigned>(slices), static_cast<unsigned>(a.rows)),
-                       kSplitThreads, 0, stream, a.logits, a.vocab, slice, a.out,
-                       static_cast<unsigned long long*>(a.workspace));
+                       kSplitThreads, 0, stream, a.logits, a.vocab, row_stride, a.index_offset, slice, a.out,
+                       a.keys, static_cast<unsigned long long*>(a.workspace));
+}
+
+cudaError_t argmax_merge_keys(const unsigned long long* keys, int shards, int64_t rows, int32_t* out,
+                              cudaStream_t stream) {
+  if (!keys || !out || shards < 1 || rows < 0 || rows > INT32_MAX) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  constexpr int kThreadsMerge = 128;
+  return launch_kernel(merge_keys_kernel, static_cast<unsigned>(ceil_div(rows, kThreadsMerge)), kThreadsMerge, 0,
+                       stream, keys, shards, rows, out);
 }
 
 }  // namespace sy::cuda

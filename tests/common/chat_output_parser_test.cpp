@@ -298,6 +298,39 @@ TEST(ChatOutputParser, GeneratedCallsReassembleAtEveryDeltaSize) {
   }
 }
 
+// A block nested far deeper than any call is dropped, not parsed (no deep recursion).
+TEST(ChatOutputParser, DeepBlocksAreDropped) {
+  const std::string deep = "<tool_call>" + std::string(100000, '[') + "</tool_call>ok";
+  const ChatMessage m = parse_whole(hermes(), deep);
+  EXPECT_TRUE(m.tool_calls.empty());
+  EXPECT_EQ(m.content, "ok");
+  const std::string deep_args = "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": " + std::string(100000, '[');
+  const ChatMessage t = parse_whole(hermes(), deep_args);
+  ASSERT_EQ(t.tool_calls.size(), 1u);  // streamed arguments keep their (truncated) text
+  EXPECT_EQ(t.tool_calls[0].arguments.size(), 100006u);
+}
+
+// A header past 1024 bytes is not streamed: the block is read whole when it closes,
+// however the text is chunked; a long unclosed block costs linear time.
+TEST(ChatOutputParser, OverlongHeadersAreReadWhole) {
+  const std::string text = "<tool_call>{\"name\": \"" + std::string(2000, 'f') + "\", \"arguments\": {}}</tool_call>after";
+  const ChatMessage whole = parse_whole(hermes(), text);
+  ASSERT_EQ(whole.tool_calls.size(), 1u);
+  EXPECT_EQ(whole.tool_calls[0].name, std::string(2000, 'f'));
+  EXPECT_EQ(whole.tool_calls[0].arguments, "{}");
+  EXPECT_EQ(whole.content, "after");
+  std::vector<std::string> bytes;
+  for (char ch : text) bytes.emplace_back(1, ch);
+  expect_same(stream(hermes(), bytes, 7).message, whole, "7 bytes per delta");
+  ChatOutputParser p(hermes(), "c");
+  p.feed("<tool_call>not a header ");
+  for (int i = 0; i < 200000; ++i) p.feed("x");  // quadratic rescans would take minutes
+  ChatMessage m;
+  m.apply(p.finish());
+  EXPECT_TRUE(m.tool_calls.empty());
+  EXPECT_EQ(m.content, "");
+}
+
 // Everything it is fed, in any shape, ends without a crash and with well-formed events.
 TEST(ChatOutputParser, SurvivesArbitraryText) {
   std::mt19937 rng(5);

@@ -71,6 +71,11 @@ std::vector<Bad> bad_cases() {
        body_with(R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{city: Paris"}}]}])",
                  ""),
        "messages", "'messages[0].tool_calls[0].function.arguments' must hold JSON text"},
+      {"arguments_too_deep",
+       body_with(R"([{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": ")" +
+                     std::string(100, '[') + std::string(100, ']') + R"("}}]}])",
+                 ""),
+       "messages", "nests deeper than 64 levels"},
       {"call_without_id",
        body_with(R"([{"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}])",
                  ""),

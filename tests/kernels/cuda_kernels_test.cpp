@@ -297,6 +297,63 @@ TEST(CudaArgmax, FindsFirstMaximumPerRow) {
   EXPECT_EQ(cuda::argmax(bad, nullptr), cudaErrorInvalidValue);
 }
 
+// A vocabulary split over tensor-parallel ranks: each shard's argmax as a key (its rows a
+// padded stride apart, its indices offset by the shard's first), the keys merged: the
+// same index as the argmax of the whole row, ties across shards going to the lower index,
+// NaN never chosen.
+TEST(CudaArgmax, ShardKeysMergeToTheWholeRowsArgmax) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  const int vocab = 151936, shards = 3, stride = (vocab + shards - 1) / shards;
+  const int64_t rows = 5;
+  std::vector<float> logits = normal_floats(rng, rows * vocab, 4.0f);
+  // Row 1: the maximum tied in shards 0 and 2; row 2: the maximum at the very end; row 3:
+  // all -inf but one NaN (index 0); row 4: the maximum at the first index of shard 1.
+  logits[vocab + 5] = logits[vocab + 2 * stride + 9] = 100.0f;
+  logits[2 * vocab + vocab - 1] = 100.0f;
+  for (int i = 0; i < vocab; ++i) logits[3 * vocab + i] = -INFINITY;
+  logits[3 * vocab + stride + 3] = NAN;
+  logits[4 * vocab + stride] = 100.0f;
+  std::vector<int32_t> want(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = logits.data() + r * vocab;
+    int32_t best = 0;
+    for (int i = 1; i < vocab; ++i)
+      if (row[i] > row[best] || (std::isnan(row[best]) && !std::isnan(row[i]))) best = i;
+    want[static_cast<size_t>(r)] = best;
+  }
+  ASSERT_EQ(want[1], 5);
+  ASSERT_EQ(want[4], stride);
+  DeviceArray<uint64_t> keys(static_cast<size_t>(shards * rows));
+  keys.poison();
+  DeviceArray<uint8_t> workspace(std::vector<uint8_t>(cuda::argmax_workspace_bytes(rows), 0));
+  for (int s = 0; s < shards; ++s) {
+    // The shard as a rank holds it: its columns, padded to the stride with values that
+    // would win if the kernel read past the shard's own columns.
+    const int v0 = s * stride, n = std::min(vocab, v0 + stride) - v0;
+    std::vector<float> shard(static_cast<size_t>(rows * stride), 1e30f);
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(logits.begin() + r * vocab + v0, n, shard.begin() + r * stride);
+    DeviceArray<float> d_shard(shard);
+    cuda::ArgmaxArgs a{d_shard.get(), rows, n, nullptr};
+    a.row_stride = stride;
+    a.index_offset = v0;
+    a.keys = reinterpret_cast<unsigned long long*>(keys.get()) + s * rows;
+    a.workspace = workspace.get();
+    SY_CUDA_OK(cuda::argmax(a, nullptr));
+  }
+  DeviceArray<int32_t> out(rows);
+  out.poison();
+  SY_CUDA_OK(cuda::argmax_merge_keys(reinterpret_cast<unsigned long long*>(keys.get()), shards, rows, out.get(), nullptr));
+  EXPECT_EQ(out.download(), want);
+  cuda::ArgmaxArgs bad{keys.as<float>(), rows, 8, nullptr};
+  bad.workspace = workspace.get();
+  EXPECT_EQ(cuda::argmax(bad, nullptr), cudaErrorInvalidValue) << "neither out nor keys";
+  bad.keys = reinterpret_cast<unsigned long long*>(keys.get());
+  bad.variant = 1;
+  EXPECT_EQ(cuda::argmax(bad, nullptr), cudaErrorInvalidValue) << "keys need variant 0";
+}
+
 // The delay kernel holds the stream: an event behind it completes no sooner than the
 // requested time after an event before it, and work queued behind it still runs.
 TEST(CudaDelay, HoldsTheStreamForTheRequestedTime) {

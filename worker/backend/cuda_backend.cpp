@@ -83,6 +83,9 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
           "allocating logits");
     check(gathered_.allocate(static_cast<size_t>(logits_capacity_) * config.vocab * sizeof(float)),
           "allocating logits");
+    check(shard_keys_.allocate(static_cast<size_t>(logits_capacity_) * sizeof(uint64_t)), "allocating argmax keys");
+    check(gathered_keys_.allocate(static_cast<size_t>(logits_capacity_) * shape_.size * sizeof(uint64_t)),
+          "allocating argmax keys");
   }
   ensure_capacity(std::max({options.max_step_tokens, max_num_seqs_, kMinTokenCapacity}), 0);
 
@@ -265,7 +268,6 @@ void CudaBackend::run_step(const BatchPlan& plan, const Step& step, std::vector<
   const cuda::ProgrammaticLaunch pdl(programmatic_launch_);
   const int64_t V = config_.vocab;
   const auto R = static_cast<int64_t>(plan.logits_rows.size());
-  const float* logits_dev = full_logits();
   const bool graph = step.decode && step.tokens <= max_num_seqs_ && graphs_allowed_;
   bool sampled = false;  // some row draws (temperature > 0): the sampler, else argmax
   for (const RowSampling& r : rows) sampled = sampled || r.temperature > 0;
@@ -282,6 +284,7 @@ void CudaBackend::run_step(const BatchPlan& plan, const Step& step, std::vector<
     if (ids) {
       enqueue_choose(0, step.tokens, sampled);
     } else {
+      const float* logits_dev = gathered_logits(step.tokens);
       bool in_order = R == step.tokens;
       for (int64_t i = 0; in_order && i < R; ++i)
         in_order = plan.logits_rows[static_cast<size_t>(i)] == i;
@@ -317,7 +320,7 @@ void CudaBackend::run_step(const BatchPlan& plan, const Step& step, std::vector<
       if (ids)
         enqueue_choose(r0, n, sampled);
       else
-        check(cudaMemcpyAsync(logits->data() + r0 * V, logits_dev,
+        check(cudaMemcpyAsync(logits->data() + r0 * V, gathered_logits(n),
                               static_cast<size_t>(n * V) * sizeof(float), cudaMemcpyDeviceToHost,
                               stream_),
               "copying logits");
@@ -378,7 +381,7 @@ void CudaBackend::upload_row_params(std::span<const RowSampling> rows, const int
 void CudaBackend::enqueue_choose(int64_t first, int64_t n, bool sampled) {
   if (sampled) {
     cuda::SampleArgs a;
-    a.logits = full_logits();
+    a.logits = gathered_logits(n);
     a.rows = n;
     a.vocab = config_.vocab;
     a.params = row_params_.as<cuda::SamplingRowParams>() + first;
@@ -387,15 +390,27 @@ void CudaBackend::enqueue_choose(int64_t first, int64_t n, bool sampled) {
     a.workspace_bytes = sample_workspace_.bytes();
     check(cuda::sample(a, stream_), "sampling");
   } else {
-    cuda::ArgmaxArgs a{full_logits(), n, config_.vocab, ids_.as<int32_t>() + first};
+    cuda::ArgmaxArgs a{logits_.as<float>(), n, config_.vocab, ids_.as<int32_t>() + first};
     a.variant = n <= 65535 ? 0 : 1;
     a.workspace = argmax_workspace_.get();
+    if (comm_) {  // each rank's best over its vocabulary slice, then the best of those
+      a.vocab = shape_.vocab;
+      a.row_stride = shape_.vocab_stride;
+      a.index_offset = shape_.vocab0;
+      a.variant = 0;
+      a.out = nullptr;
+      a.keys = shard_keys_.as<unsigned long long>();
+      check(cuda::argmax(a, stream_), "argmax over the vocabulary slice");
+      const parallel::CommStatus s = comm_->all_gather(shard_keys_.as<float>(), static_cast<size_t>(n) * 2,
+                                                       gathered_keys_.as<float>(), stream_);
+      check(s.ok() ? cudaSuccess : cudaErrorUnknown, s.ok() ? "gathering argmax keys" : s.message.c_str());
+      check(cuda::argmax_merge_keys(gathered_keys_.as<unsigned long long>(), shape_.size, n,
+                                    ids_.as<int32_t>() + first, stream_),
+            "merging argmax keys");
+      return;
+    }
     check(cuda::argmax(a, stream_), "argmax");
   }
-}
-
-const float* CudaBackend::full_logits() const {
-  return comm_ ? gathered_.as<float>() : logits_.as<float>();
 }
 
 void CudaBackend::run_graph(const Step& step) {

@@ -101,9 +101,9 @@ class CudaBackend : public Backend {
   void enqueue_layers(const Step& step, const std::function<void(const char*)>* after_op = nullptr);
   void enqueue_lm_head(const __nv_bfloat16* rows, int64_t n);
   void run_graph(const Step& step);
-  // The logits of the last LM head, [rows, vocab] fp32: logits_, or with tensor
-  // parallelism the gathered slices of every rank.
-  const float* full_logits() const;
+  // The first n rows of the last LM head's logits, [n, vocab] fp32: logits_, or with
+  // tensor parallelism every rank's slice gathered (a collective: every rank calls it).
+  const float* gathered_logits(int64_t n);
   void drop_graphs();
   void check(cudaError_t e, const char* what);
 
@@ -136,6 +136,9 @@ class CudaBackend : public Backend {
   // in vocabulary order.
   cuda::DeviceBuffer x_, delta_, h_, qkv_, attn_, gate_up_, act_, rows_h_, logits_, attn_workspace_,
       plan_, gather_staging_, gathered_;
+  // Tensor-parallel greedy rows: each rank's best (value, index) key per row, then every
+  // rank's ([tp, rows]), merged without gathering the logits.
+  cuda::DeviceBuffer shard_keys_, gathered_keys_;
   // The multi-block argmax's workspace (ids_capacity_ rows): zeroed when allocated, every
   // kernel leaves it zero.
   cuda::DeviceBuffer argmax_workspace_;

@@ -173,13 +173,17 @@ void CudaBackend::enqueue_layers(const Step& step, const std::function<void(cons
   run_decoder(observed, config_.n_layers, /*tensor_parallel=*/comm_ != nullptr);
 }
 
-// logits_ = rows · this rank's LM head. With tensor parallelism every rank's slice is
-// gathered, then laid out by vocabulary into gathered_ (the padding rows of the last
-// slice dropped), so the choice of tokens is the same on every rank.
+// logits_ = rows · this rank's LM head (its vocabulary rows under tensor parallelism).
 void CudaBackend::enqueue_lm_head(const bf16* rows, int64_t n) {
   check(linear_.run(weights_.lm_head, rows, n, logits_.get(), cuda::GemmOut::kF32, stream_),
         "LM head");
-  if (!comm_ || n == 0) return;
+}
+
+// The whole logits of the last LM head's first n rows: logits_, or with tensor
+// parallelism every rank's slice gathered and laid out by vocabulary into gathered_ (the
+// padding rows of the last slice dropped).
+const float* CudaBackend::gathered_logits(int64_t n) {
+  if (!comm_ || n == 0) return comm_ ? gathered_.as<float>() : logits_.as<float>();
   const auto stride = static_cast<size_t>(shape_.vocab_stride);
   auto* staging = gather_staging_.as<float>();
   const parallel::CommStatus s =
@@ -195,6 +199,7 @@ void CudaBackend::enqueue_lm_head(const bf16* rows, int64_t n) {
                             cudaMemcpyDeviceToDevice, stream_),
           "laying out gathered logits");
   }
+  return gathered_.as<float>();
 }
 
 }  // namespace sy

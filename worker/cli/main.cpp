@@ -17,7 +17,7 @@ const char kUsage[] =
     "\n"
     "commands (M is a GGUF file or a Hugging Face model directory):\n"
     "  tokenize   --model M --text T [--add-special]\n"
-    "  chat       --model M --messages FILE.json [--no-thinking]\n"
+    "  chat       --model M --messages FILE.json [--tools FILE.json] [--tool-choice C] [--template-kwargs JSON] [--no-thinking]\n"
     "  eval       --model M --prompt-ids 1,2,3 --logits-out F [--last-only] [--device cpu|cuda[:N]]\n"
     "             [--numerics auto|deterministic|fast] [--tp N] [--pcp N]\n"
     "  generate   --model M (--prompt T | --prompt-ids 1,2,3 | --messages FILE.json [--no-thinking])\n"
@@ -28,6 +28,8 @@ const char kUsage[] =
     "  serve      --model M [--host 127.0.0.1] [--port 8000] [--boot-id ID] [--max-num-seqs 16]\n"
     "             [--kv-blocks N | --kv-memory-gb X] [--prefill-chunk 256] [--block-size 16]\n"
     "             [--served-model-name NAME] [--http-threads 2] [--no-prefix-caching]\n"
+    "             [--chat-template-kwargs JSON]  (template variables for every chat request that\n"
+    "             does not set them, e.g. '{\"enable_thinking\": false}')\n"
     "             [--device cpu|cuda[:N]]  (cuda: without a KV flag, 90% of the free device memory)\n"
     "             [--tp N]  (tensor-parallel ranks; cpu: threads of this process)\n"
     "             [--pcp N]  (context-parallel ranks, cpu only: the prompt split over N × tp\n"
@@ -46,7 +48,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> rest(argv + 2, argv + argc);
   try {
     if (command == "tokenize") return sy::cli::run_tokenize(rest);
-    if (command == "chat") return sy::cli::run_chat(rest);
+    if (command == "chat") return sy::cli::run_chat_prompt(rest);
     if (command == "eval") return sy::cli::run_eval(rest);
     if (command == "generate") return sy::cli::run_generate(rest);
     if (command == "make-model") return sy::cli::run_make_model(rest);

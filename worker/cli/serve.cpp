@@ -38,6 +38,7 @@ constexpr std::chrono::seconds kDrainTime{5};
 int run_serve(const std::vector<std::string>& argv) {
   std::set<std::string> valued = serve_flag_names();
   valued.insert("device");
+  valued.insert("chat-template-kwargs");
   const Args a(argv, valued, {"no-prefix-caching"});
   const ServeFlags f = read_serve_flags(a);
   BackendOptions bo;
@@ -75,6 +76,11 @@ int run_serve(const std::vector<std::string>& argv) {
   wo.boot_id = f.boot_id;
   wo.model_names = {f.served_model_name};
   wo.model_fingerprint = eo.model_fingerprint;
+  if (a.has("chat-template-kwargs")) {
+    wo.chat_template_kwargs = Json::parse(a.get("chat-template-kwargs"), nullptr, false);
+    if (!wo.chat_template_kwargs.is_object())
+      throw UsageError("--chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'");
+  }
   WorkerServer api(engine, tmpl, wo);
   // switchyard_gpu_* for this worker's GPUs (one per tensor-parallel rank), through NVML
   // where the driver has it.

@@ -72,14 +72,17 @@ void handle_openai(std::shared_ptr<WorkerServer::Shared> s, ApiKind kind,
   if (auto e = http::read_openai_request(*ex, kind, s->options.model_names, req, priority))
     return ex->respond_error(*e);
   if (!s->admit(*ex)) return;
+  if (chat) apply_default_template_kwargs(s->options.chat_template_kwargs, req);
 
   std::vector<int32_t> ids;
-  if (auto e = prompt_ids_for(req, s->engine.tokenizer(), s->chat_template.get(), ids))
+  ChatOutputSpec output;  // how the reply is read: reasoning, tool calls
+  if (auto e = prompt_ids_for(req, s->engine.tokenizer(), s->chat_template.get(), ids, &output))
     return ex->respond_error(*e);
   if (auto e = check_prompt(ids, s->limits, req)) return ex->respond_error(*e);
 
   ResponseHeader header{kind, http::new_response_id(chat ? "chatcmpl-" : "cmpl-"),
                         req.model.empty() ? s->options.model_names.at(0) : req.model, unix_now()};
+  header.output = output;
   s->claim_id(header.id);
   auto sink = std::make_shared<OpenAiSink>(s, ex, header, req, arrived);
   if (req.stream) sink->begin();

@@ -33,6 +33,9 @@ struct WorkerServerOptions {
   std::string boot_id;                   // from --boot-id; /ready reports it
   std::vector<std::string> model_names;  // accepted `model` values; the first is reported
   uint64_t model_fingerprint = 0;        // reported by /ready
+  // --chat-template-kwargs: template variables every chat request gets unless it sets
+  // them in its own chat_template_kwargs (e.g. {"enable_thinking": false}).
+  Json chat_template_kwargs = Json::object();
 };
 
 class WorkerServer : public LatencyObserver {

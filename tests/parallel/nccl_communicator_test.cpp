@@ -11,15 +11,12 @@
 
 #include "worker/parallel/communicator.h"
 #include "worker/parallel/nccl_communicator.h"
+#include "device_ranks.h"
 
 namespace sy::parallel {
 namespace {
 
-int device_count() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) return 0;
-  return count;
-}
+using namespace testing;
 
 #define SKIP_WITHOUT_TWO_GPUS()                                              \
   do {                                                                       \
@@ -27,25 +24,6 @@ int device_count() {
   } while (0)
 
 #define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
-
-void run_ranks(CommunicatorGroup& group, const std::function<void(Communicator&)>& body) {
-  std::vector<std::thread> threads;
-  for (auto& comm : group) {
-    threads.emplace_back([&body, c = comm.get()] {
-      cudaSetDevice(c->device());
-      body(*c);
-    });
-  }
-  for (auto& t : threads) t.join();
-}
-
-std::vector<float> rank_values(int rank, size_t n) {
-  std::mt19937 rng(100 + rank);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // The group over every device of the machine, at most 8.
 CommunicatorGroup all_devices() {
@@ -65,7 +43,7 @@ TEST(NcclCommunicator, CollectivesMatchHostReference) {
       for (size_t i = 0; i < n; ++i) sum[i] += v[i];
       gathered.insert(gathered.end(), v.begin(), v.end());
     }
-    run_ranks(group, [&](Communicator& c) {
+    run_ranks(group, [&](Communicator& c, const std::function<void()>&) {
       EXPECT_EQ(c.kind(), "nccl");
       EXPECT_EQ(c.memory(), MemoryKind::kDevice);
       cudaStream_t stream;
@@ -115,7 +93,7 @@ TEST(NcclCommunicator, AllReduceCapturedInCudaGraph) {
   CommunicatorGroup group = all_devices();
   const int size = static_cast<int>(group.size());
   const size_t n = 2048;  // 8 KB, a decode step's hidden state
-  run_ranks(group, [&](Communicator& c) {
+  run_ranks(group, [&](Communicator& c, const std::function<void()>&) {
     cudaStream_t stream;
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     float* data = nullptr;
@@ -152,12 +130,7 @@ TEST(NcclCommunicator, RefusesBadDevicesAndArguments) {
   EXPECT_THROW(make_nccl_group({}), CommunicatorError);
   CommunicatorGroup group = make_nccl_group({0, 1});
   EXPECT_EQ(group[1]->device(), 1);
-  // Refused before NCCL is called, so the other rank is not left waiting.
-  EXPECT_EQ(group[0]->all_reduce_sum(nullptr, 4).code, CommCode::kInvalidArgument);
-  EXPECT_EQ(group[0]->broadcast(nullptr, 0, 5).code, CommCode::kInvalidArgument);
-  group[0]->abort();
-  float* unused = nullptr;
-  EXPECT_EQ(group[1]->all_reduce_sum(unused, 0).code, CommCode::kAborted);
+  expect_refusals_before_launch(group);
 }
 
 }  // namespace

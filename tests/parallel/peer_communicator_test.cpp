@@ -5,51 +5,21 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
-#include <barrier>
 #include <cstdlib>
 #include <functional>
-#include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "worker/parallel/communicator.h"
 #include "worker/parallel/peer_communicator.h"
+#include "device_ranks.h"
 
 namespace sy::parallel {
 namespace {
 
-int device_count() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) return 0;
-  return count;
-}
+using namespace testing;
 
 #define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
-
-// Runs body(rank's communicator, meet) on one thread per rank. Ranks finish their setup
-// (cudaDeviceSynchronize) and call meet() before their first collective, and call it
-// again before freeing anything: a call that waits for the whole device (cudaFree) must
-// not wait for a peer kernel that waits for this rank.
-void run_ranks(CommunicatorGroup& group, const std::function<void(Communicator&, const std::function<void()>&)>& body) {
-  std::barrier sync(static_cast<std::ptrdiff_t>(group.size()));
-  const std::function<void()> meet = [&sync] { sync.arrive_and_wait(); };
-  std::vector<std::thread> threads;
-  for (auto& comm : group)
-    threads.emplace_back([&body, &meet, c = comm.get()] {
-      cudaSetDevice(c->device());
-      body(*c, meet);
-    });
-  for (auto& t : threads) t.join();
-}
-
-std::vector<float> rank_values(int rank, size_t n, int salt = 0) {
-  std::mt19937 rng(1000 * salt + 100 + rank);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 struct Layout {
   std::string kind;
@@ -190,12 +160,7 @@ TEST(PeerCommunicator, RefusesBadDevicesAndArguments) {
   CommunicatorGroup group = create_communicators("local", CommunicatorOptions{2, {0, 0}});
   EXPECT_EQ(group[1]->device(), 0);
   EXPECT_FALSE(group[0]->capturable());
-  // Refused before any kernel is launched, so the other rank is not left waiting.
-  EXPECT_EQ(group[0]->all_reduce_sum(nullptr, 4).code, CommCode::kInvalidArgument);
-  EXPECT_EQ(group[0]->broadcast(nullptr, 0, 5).code, CommCode::kInvalidArgument);
-  group[0]->abort();
-  float* unused = nullptr;
-  EXPECT_EQ(group[1]->all_reduce_sum(unused, 0).code, CommCode::kAborted);
+  expect_refusals_before_launch(group);
 }
 
 }  // namespace

@@ -2,9 +2,10 @@
 
 #include "gateway/proxy_request.h"
 
+#include <boost/asio/dispatch.hpp>
+
 #include <algorithm>
 #include <memory>
-#include <random>
 #include <span>
 
 namespace sy::gateway {
@@ -21,10 +22,12 @@ double LatencyWindow::percentile(double p) const {
   return a + (b - a) * (rank - static_cast<double>(lo));
 }
 
-GatewayCore::GatewayCore(boost::asio::any_io_executor core, const FleetConfig& config)
+GatewayCore::GatewayCore(boost::asio::any_io_executor core, const FleetConfig& config, std::shared_ptr<const policy::Clock> clock,
+                         std::shared_ptr<policy::Random> random)
     : core_(core),
-      random_(std::random_device{}()),
-      router_(policy::make_router(config.routing.policy, {.load_bound = config.routing.load_bound}, random_)),
+      clock_(std::move(clock)),
+      random_(std::move(random)),
+      router_(policy::make_router(config.routing.policy, {.load_bound = config.routing.load_bound}, *random_)),
       queue_(
           [&] {
             policy::AdmissionQueueOptions o;
@@ -35,24 +38,30 @@ GatewayCore::GatewayCore(boost::asio::any_io_executor core, const FleetConfig& c
             o.quantum = config.queues.quantum_tokens;
             return o;
           }(),
-          clock_),
-      fleet_(std::make_shared<Fleet>(core, config.routing.approx_index_capacity)),
+          *clock_),
+      fleet_(std::make_shared<Fleet>(core, config.routing.approx_index_capacity, clock_)),
       resilience_(config.resilience),
       budget_(config.resilience.budget_ratio),
       // An event stays open for the longest silence the watchdog allows an attempt (the
       // stall limit's upper bound, or the first-token timeout for attempts still waiting
       // for their first token), so every attempt a failed replica held has failed within
       // it; a killed replica's attempts fail within milliseconds anyway.
-      failure_events_(clock_, budget_, std::max(config.resilience.stall_max_s, config.resilience.first_token_timeout_s)),
+      failure_events_(*clock_, budget_, std::max(config.resilience.stall_max_s, config.resilience.first_token_timeout_s)),
       redispatch_(core) {}
 
-AttemptTimeouts GatewayCore::timeouts_for(const ProxyRequest& r) const {
+GatewayCore::QueueSeat::~QueueSeat() {
+  if (!core_) return;
+  core_->queue_.remove(id_);  // nothing when dispatch() popped it
+  ++core_->counters_.queue_seats_released;
+}
+
+AttemptTimeouts GatewayCore::timeouts_for(PriorityClass priority) const {
   const ResilienceConfig& x = resilience_;
   AttemptTimeouts t;
   // Without samples yet, the bounds' upper ends: wait long rather than hedge blindly.
   auto bounded = [](double v, double lo, double hi) { return std::clamp(v, lo, hi); };
   const PriorityClass most = priority_class(parse_priority_name(x.hedge_max_priority).value_or(kPriorityStandard));
-  const bool hedgeable = x.hedge && static_cast<int>(r.priority_class()) <= static_cast<int>(most);
+  const bool hedgeable = x.hedge && static_cast<int>(priority) <= static_cast<int>(most);
   if (hedgeable)
     t.hedge_delay = attempt_ttft_.size() < 8 ? x.hedge_delay_max_s
                                              : bounded(x.hedge_delay_factor * attempt_ttft_.percentile(x.hedge_delay_quantile), x.hedge_delay_min_s, x.hedge_delay_max_s);
@@ -69,39 +78,44 @@ void GatewayCore::submit(std::shared_ptr<ProxyRequest> r) {
     ++counters_.rejected_no_replica;
     return r->reject(ApiError::unavailable("no replica can serve this model", "no_replica"));
   }
-  policy::QueuedRequest q;
-  q.id = r->id();
-  q.priority = r->priority_class();
-  q.api_key = r->api_key();
-  q.cost = r->cost_tokens();
-  if (!queue_.push(q)) {
+  if (!enqueue(r)) {
     ++counters_.rejected_queue_full;
-    return r->reject(ApiError::too_many_requests(std::string("the ") + priority_class_name(q.priority) + " queue is full"), 1);
+    return r->reject(ApiError::too_many_requests(std::string("the ") + priority_class_name(r->priority_class()) + " queue is full"), 1);
   }
-  queued_[q.id] = std::move(r);
   dispatch();
 }
 
-bool GatewayCore::withdraw(uint64_t id) {
-  if (!queue_.remove(id)) return false;
-  queued_.erase(id);
-  ++counters_.cancelled;
+bool GatewayCore::enqueue(std::shared_ptr<ProxyRequest> r) {
+  if (!queue_.push({r->id(), r->priority_class(), r->api_key(), r->cost_tokens(), 0})) return false;
+  const uint64_t id = r->id();
+  queued_.emplace(id, Waiting{std::move(r), QueueSeat(*this, id)});
   return true;
+}
+
+std::shared_ptr<ProxyRequest> GatewayCore::unseat(uint64_t id) {
+  auto it = queued_.find(id);
+  if (it == queued_.end()) return nullptr;
+  std::shared_ptr<ProxyRequest> r = std::move(it->second.request);
+  queued_.erase(it);  // the seat gives itself back
+  return r;
+}
+
+void GatewayCore::withdraw(const std::shared_ptr<ProxyRequest>& r) {
+  if (!unseat(r->id())) return;
+  ++counters_.cancelled;
+  r->withdrawn();
 }
 
 void GatewayCore::dispatch() {
   while (!paused_ && queue_.size() > 0 && fleet_->any_with_room()) {
     auto next = queue_.pop();
-    auto it = queued_.find(next->id);
-    if (it == queued_.end()) continue;
-    std::shared_ptr<ProxyRequest> r = std::move(it->second);
-    queued_.erase(it);
-    route(std::move(r), std::nullopt);
+    if (auto r = unseat(next->id)) route(std::move(r), std::nullopt);
   }
   // Work waits while every replica with room is ejected: come back when one returns.
   if (!paused_ && queue_.size() > 0)
     if (auto t = fleet_->next_ejection_end()) {
-      redispatch_.expires_at(*t + std::chrono::milliseconds(1));
+      const std::chrono::duration<double> in(std::max(0.0, *t - clock_->now_s()) + 0.001);
+      redispatch_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(in));
       redispatch_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
         if (!ec) self->dispatch();
       });
@@ -123,26 +137,28 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
   const auto choice = router_->choose(rr, states);
   if (!choice || paused_) {
     if (strict) return false;
-    queue_.push({r->id(), r->priority_class(), r->api_key(), r->cost_tokens(), 0});
-    queued_[r->id()] = std::move(r);
+    // Back in the queue; a full class answers 429 as at submission.
+    if (!enqueue(r)) {
+      ++counters_.rejected_queue_full;
+      r->reject(ApiError::too_many_requests(std::string("the ") + priority_class_name(r->priority_class()) + " queue is full"), 1);
+    }
     return false;
   }
   const size_t i = *choice;
   const int64_t cached = std::min<int64_t>(static_cast<int64_t>(states[i].matched_blocks) * rr.block_size, rr.prompt_tokens);
   fleet_->dispatched(i, hashes, rr.prompt_tokens - cached);
-  const AttemptTimeouts t = timeouts_for(*r);
-  r->dispatch(i, fleet_->info(i), rr.prompt_tokens - cached, t, hedge);
+  ReplicaSlot slot(shared_from_this(), i, fleet_->generation(), rr.prompt_tokens - cached);
+  r->dispatch(std::move(slot), fleet_->info(i), timeouts_for(r->priority_class()), hedge);
   return true;
 }
 
-bool GatewayCore::retry(std::shared_ptr<ProxyRequest> r, const FailedAttempt& failed, int32_t attempts) {
-  const size_t i = failed.replica;
+void GatewayCore::retry(std::shared_ptr<ProxyRequest> r, FailedAttempt failed, int32_t attempts) {
+  const size_t i = failed.slot.replica();
   // What the replica held when this attempt failed: every request still on it, this one
   // included. Each failed attempt gives its slot back only here, after this count, so the
   // first failure of a dead replica counts all its requests however their failures are
   // interleaved on this strand.
   const int32_t held = fleet_->load(i).in_flight;
-  fleet_->finished(i, failed.first_token, failed.uncached_tokens, 0, 0);
   fleet_->attempt_failed(i);
   using Payer = policy::FailureEvents::Payer;
   Payer payer = Payer::kNone;
@@ -153,12 +169,13 @@ bool GatewayCore::retry(std::shared_ptr<ProxyRequest> r, const FailedAttempt& fa
   }
   if (payer == Payer::kNone) {
     ++counters_.retries_denied;
-    return false;
+    failed.slot.release({.first_token = failed.first_token});
+    return r->retry_refused();
   }
   if (payer == Payer::kNewEvent) ++counters_.failure_events;
   ++counters_.retries;
   route(std::move(r), i);
-  return true;
+  failed.slot.release({.first_token = failed.first_token});
 }
 
 void GatewayCore::hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, int32_t attempts) {
@@ -176,7 +193,17 @@ void GatewayCore::hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, in
   route(std::move(r), busy_replica, /*strict=*/true, /*hedge=*/true);
 }
 
-void GatewayCore::request_done(ProxyRequest& r, bool ok, bool cancelled) {
+void GatewayCore::give_back(size_t replica, uint64_t fleet_generation, int64_t uncached_tokens, const SlotUse& use) {
+  boost::asio::dispatch(core_, [self = shared_from_this(), replica, fleet_generation, uncached_tokens, use] {
+    Fleet& fleet = *self->fleet_;
+    if (fleet_generation != fleet.generation()) return;  // a slot of an older fleet shape
+    fleet.finished(replica, use.first_token, uncached_tokens, use.prompt_tokens, use.cached_tokens);
+    if (use.succeeded) fleet.attempt_succeeded(replica);
+    self->dispatch();
+  });
+}
+
+void GatewayCore::request_done(bool ok, bool cancelled) {
   if (cancelled) ++counters_.cancelled;
   else if (ok) ++counters_.completed;
   else ++counters_.failed;
@@ -184,14 +211,9 @@ void GatewayCore::request_done(ProxyRequest& r, bool ok, bool cancelled) {
 }
 
 void GatewayCore::reject_queued(const ApiError& error) {
-  while (auto q = queue_.pop()) {
-    auto it = queued_.find(q->id);
-    if (it == queued_.end()) continue;
-    it->second->reject(error);
-    queued_.erase(it);
-  }
+  while (auto q = queue_.pop())
+    if (auto r = unseat(q->id)) r->reject(error);
 }
-
 void GatewayCore::close(const ApiError& error) {
   closing_ = true;
   reject_queued(error);

@@ -2,7 +2,9 @@
 // one strand. Requests enter already parsed and tokenized; the core queues them by
 // priority and releases each when a replica has room (in flight below its capacity),
 // choosing the replica with the configured policy. A request's own work (the upstream
-// call and relaying its tokens) runs on its client connection's strand.
+// call and relaying its tokens) runs on its client connection's strand; it and the core
+// talk by messages (a post each way), and the resources a request holds here, its queue
+// seat and its replica slots, are guards that give themselves back once.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -12,11 +14,13 @@
 #include <memory>
 #include <deque>
 #include <unordered_map>
+#include <utility>
 
 #include "common/config/fleet_config.h"
 #include "common/metrics.h"
 #include "common/protocol/openai.h"
 #include "gateway/fleet.h"
+#include "gateway/replica_slot.h"
 #include "policy/admission_queue.h"
 #include "policy/clock.h"
 #include "policy/failure_events.h"
@@ -60,6 +64,8 @@ struct GatewayCounters {
   int64_t output_tokens = 0;
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
+  int64_t queue_seats_taken = 0;  // each given back once (QueueSeat)
+  int64_t queue_seats_released = 0;
 };
 
 // When an attempt's silence ends it, computed on the core strand at dispatch from recent
@@ -73,17 +79,19 @@ struct AttemptTimeouts {
 // An attempt that failed with no sibling to carry on. It still holds its replica slot
 // until the core's retry decision has counted what the replica held.
 struct FailedAttempt {
-  size_t replica = 0;
   uint64_t incarnation = 0;  // which worker process of the replica (its boot id, hashed)
   bool first_token = false;
-  int64_t uncached_tokens = 0;
+  ReplicaSlot slot;
 };
 
-class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
+class GatewayCore : public SlotReturn, public std::enable_shared_from_this<GatewayCore> {
  public:
-  GatewayCore(boost::asio::any_io_executor core, const FleetConfig& config);
+  // `clock` times queue aging, ejections and failure events; `random` feeds the router.
+  GatewayCore(boost::asio::any_io_executor core, const FleetConfig& config, std::shared_ptr<const policy::Clock> clock,
+              std::shared_ptr<policy::Random> random);
 
   boost::asio::any_io_executor executor() const { return core_; }
+  const std::shared_ptr<const policy::Clock>& clock() const { return clock_; }
   Fleet& fleet() { return *fleet_; }
   const Fleet& fleet() const { return *fleet_; }
   policy::AdmissionQueue& queue() { return queue_; }
@@ -91,13 +99,14 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   const GatewayCounters& counters() const { return counters_; }
   const char* router_name() const { return router_->name(); }
 
-  // On the core strand. Queues the request or answers it at once (429 full, 503 when
-  // no replica exists to wait for).
+  // On the core strand, as every call below. Queues the request (taking a queue seat) or
+  // answers it at once (429 full, 503 when no replica exists to wait for).
   void submit(std::shared_ptr<ProxyRequest> r);
-  // Attempt `failed` failed: gives its replica slot back and, if max_attempts and the
-  // retry budget allow (the replica's failure event, else the bucket), sends the request
-  // again (to another replica when one has room, else through the queue) and returns true.
-  bool retry(std::shared_ptr<ProxyRequest> r, const FailedAttempt& failed, int32_t attempts);
+  // `failed` was r's only attempt: if max_attempts and the retry budget allow (the
+  // replica's failure event, else the bucket), sends r again (to another replica when one
+  // has room, else through the queue); else tells r retry_refused(). Either way the
+  // failed attempt's slot goes back here, after the replica's requests were counted.
+  void retry(std::shared_ptr<ProxyRequest> r, FailedAttempt failed, int32_t attempts);
   // r's attempt on `busy_replica` has no first token after the hedge delay: if the budget
   // allows and another replica has room, sends a second attempt there.
   void hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, int32_t attempts);
@@ -105,10 +114,11 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   void stalled() { ++counters_.stalls; }
   // An attempt's first token came `s` seconds after it was sent (the hedge delay's input).
   void observe_attempt_ttft(double s) { attempt_ttft_.add(s); }
-  // The client left while queued; false when the request is no longer queued.
-  bool withdraw(uint64_t id);
-  // A dispatched request is over (any outcome); frees its replica slot.
-  void request_done(ProxyRequest& r, bool ok, bool cancelled);
+  // The client of r left: if r still holds a queue seat, gives it up and tells r
+  // withdrawn(); else r is dispatched (a message on its way) and ends itself.
+  void withdraw(const std::shared_ptr<ProxyRequest>& r);
+  // A request is over (any outcome); its slots went back by themselves.
+  void request_done(bool ok, bool cancelled);
   // Answers every queued request with `error` (shutdown).
   void reject_queued(const ApiError& error);
   // The drain grace is over and the workers are stopping: retries are refused from now
@@ -133,15 +143,43 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   const LatencyWindow& itl() const { return itl_; }
   // Releases queued requests while replicas have room.
   void dispatch();
+  // The silence limits an attempt of this class gets now, from recent latencies.
+  AttemptTimeouts timeouts_for(PriorityClass priority) const;
+
+  // SlotReturn: from any thread; counted on the core strand (at once when already there).
+  void give_back(size_t replica, uint64_t fleet_generation, int64_t uncached_tokens, const SlotUse& use) override;
 
  private:
+  // A request's place in the admission queue, held while it waits: dropping it (the
+  // request dispatched, withdrawn or rejected) leaves the queue, once.
+  class QueueSeat {
+   public:
+    QueueSeat(GatewayCore& core, uint64_t id) : core_(&core), id_(id) { ++core.counters_.queue_seats_taken; }
+    QueueSeat(QueueSeat&& o) noexcept : core_(std::exchange(o.core_, nullptr)), id_(o.id_) {}
+    QueueSeat& operator=(QueueSeat&&) = delete;
+    ~QueueSeat();
+
+   private:
+    GatewayCore* core_;
+    uint64_t id_;
+  };
+  struct Waiting {
+    std::shared_ptr<ProxyRequest> request;
+    QueueSeat seat;
+  };
+
+  // Queues r (a seat) or answers 429; false when refused.
+  bool enqueue(std::shared_ptr<ProxyRequest> r);
+  // Takes r's seat away, or nullptr when r holds none.
+  std::shared_ptr<ProxyRequest> unseat(uint64_t id);
+
   boost::asio::any_io_executor core_;
-  policy::SteadyClock clock_;
-  policy::SplitMixRandom random_;
+  std::shared_ptr<const policy::Clock> clock_;
+  std::shared_ptr<policy::Random> random_;
   std::unique_ptr<policy::Router> router_;
   policy::AdmissionQueue queue_;
   std::shared_ptr<Fleet> fleet_;
-  std::unordered_map<uint64_t, std::shared_ptr<ProxyRequest>> queued_;
+  std::unordered_map<uint64_t, Waiting> queued_;
   GatewayCounters counters_;
   bool paused_ = false;
   bool closing_ = false;
@@ -150,7 +188,6 @@ class GatewayCore : public std::enable_shared_from_this<GatewayCore> {
   policy::HedgeBudget budget_;           // hedges, and retries no failure event pays for
   policy::FailureEvents failure_events_;  // spends budget_: declared after it
   boost::asio::steady_timer redispatch_;  // wakes dispatch() when an ejection ends
-  AttemptTimeouts timeouts_for(const ProxyRequest& r) const;
   // Sends r to the best replica with room. `exclude`: not that one when another has room
   // (strict: never that one); returns false when no replica has room (then r is queued
   // again unless strict).

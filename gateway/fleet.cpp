@@ -9,11 +9,13 @@ constexpr double kCostSmoothing = 0.2;  // EWMA weight of a new prefill-cost sam
 constexpr auto kEventsRetry = std::chrono::milliseconds(500);
 }  // namespace
 
-Fleet::Fleet(boost::asio::any_io_executor core, size_t approx_capacity) : core_(std::move(core)), approx_(approx_capacity) {}
+Fleet::Fleet(boost::asio::any_io_executor core, size_t approx_capacity, std::shared_ptr<const policy::Clock> clock)
+    : core_(std::move(core)), clock_(std::move(clock)), approx_(approx_capacity) {}
 
 void Fleet::reset(size_t replicas) {
   for (auto& s : streams_)
     if (s && s->call) s->call->cancel();
+  ++generation_;
   infos_.assign(replicas, {});
   loads_.assign(replicas, {});
   streams_.clear();
@@ -33,7 +35,7 @@ void Fleet::on_replica_change(const ReplicaInfo& r) {
   infos_[i] = r;
   if (restarted) {
     loads_[i].consecutive_failures = 0;
-    loads_[i].ejected_until = {};
+    loads_[i].ejected_until_s = 0;
   }
   if (r.phase == ReplicaPhase::kReady && (!was_ready || restarted)) {
     exact_.forget(r.index);
@@ -127,7 +129,7 @@ std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix
   return out;
 }
 
-bool Fleet::usable(size_t i) const { return infos_[i].phase == ReplicaPhase::kReady && !loads_[i].ejected(); }
+bool Fleet::usable(size_t i) const { return infos_[i].phase == ReplicaPhase::kReady && !ejected(i); }
 
 bool Fleet::any_with_room() const {
   for (size_t i = 0; i < infos_.size(); ++i)
@@ -141,10 +143,10 @@ bool Fleet::any_alive() const {
   return false;
 }
 
-std::optional<std::chrono::steady_clock::time_point> Fleet::next_ejection_end() const {
-  std::optional<std::chrono::steady_clock::time_point> t;
+std::optional<double> Fleet::next_ejection_end() const {
+  std::optional<double> t;
   for (size_t i = 0; i < loads_.size(); ++i)
-    if (infos_[i].phase == ReplicaPhase::kReady && loads_[i].ejected() && (!t || loads_[i].ejected_until < *t)) t = loads_[i].ejected_until;
+    if (infos_[i].phase == ReplicaPhase::kReady && ejected(i) && (!t || loads_[i].ejected_until_s < *t)) t = loads_[i].ejected_until_s;
   return t;
 }
 
@@ -154,8 +156,8 @@ void Fleet::attempt_failed(size_t i) {
   ++l.consecutive_failures;
   // Eject at once (a dead or unreachable worker fails every request sent to it) for
   // 1 s, doubling with each further failure up to 30 s; a new boot clears it.
-  const auto span = std::chrono::milliseconds(std::min<int64_t>(30000, int64_t{1000} << std::min(l.consecutive_failures - 1, 5)));
-  l.ejected_until = std::chrono::steady_clock::now() + span;
+  const double span_s = std::min(30.0, static_cast<double>(int64_t{1} << std::min(l.consecutive_failures - 1, 5)));
+  l.ejected_until_s = clock_->now_s() + span_s;
   ++l.ejections_total;
 }
 
@@ -183,7 +185,8 @@ void Fleet::first_token(size_t i, int64_t uncached_tokens, double ttft_s) {
 void Fleet::finished(size_t i, bool got_first_token, int64_t uncached_tokens, int32_t prompt_tokens, int32_t cached_tokens) {
   if (i >= loads_.size()) return;
   ReplicaLoad& l = loads_[i];
-  l.in_flight = std::max(0, l.in_flight - 1);
+  --l.in_flight;
+  ++l.slots_released;
   if (!got_first_token) l.pending_prefill_tokens = std::max<int64_t>(0, l.pending_prefill_tokens - uncached_tokens);
   l.prompt_tokens_total += prompt_tokens;
   l.cached_tokens_total += cached_tokens;

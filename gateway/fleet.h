@@ -15,6 +15,7 @@
 #include "common/http/sse_parser.h"
 #include "gateway/supervisor.h"
 #include "gateway/upstream_call.h"
+#include "policy/clock.h"
 #include "policy/prefix_index.h"
 #include "policy/router.h"
 
@@ -36,19 +37,23 @@ struct ReplicaLoad {
   int64_t worker_waiting = 0;
   // Outlier detection: failed attempts in a row eject the replica for a while.
   int32_t consecutive_failures = 0;
-  std::chrono::steady_clock::time_point ejected_until{};
+  double ejected_until_s = 0;  // on the fleet's clock
   int64_t ejections_total = 0;
-  bool ejected() const { return std::chrono::steady_clock::now() < ejected_until; }
+  // Replica slots given back (each dispatch takes one; ReplicaSlot gives it back once).
+  int64_t slots_released = 0;
+  bool ejected(double now_s) const { return now_s < ejected_until_s; }
 };
 
 class Fleet : public std::enable_shared_from_this<Fleet> {
  public:
-  Fleet(boost::asio::any_io_executor core, size_t approx_capacity);
+  // `clock`: ejections are timed on it.
+  Fleet(boost::asio::any_io_executor core, size_t approx_capacity, std::shared_ptr<const policy::Clock> clock);
 
   // Follows the supervisor: a replica that turns ready gets its event stream; one that
   // leaves ready loses it and everything the indices knew about it.
   void on_replica_change(const ReplicaInfo& r);
   void reset(size_t replicas);  // a new fleet shape
+  uint64_t generation() const { return generation_; }  // bumps with every reset()
 
   // Router input for a prompt with these block hashes; `with_room` limits availability
   // to replicas whose in-flight count is below their capacity.
@@ -57,12 +62,15 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
   bool usable(size_t i) const;
   bool any_with_room() const;
   bool any_alive() const;  // ready, starting or restarting: worth queueing for
-  // When the earliest ejection of a ready replica ends (queued work can go then).
-  std::optional<std::chrono::steady_clock::time_point> next_ejection_end() const;
+  bool ejected(size_t i) const { return loads_[i].ejected(clock_->now_s()); }
+  // When the earliest ejection of a ready replica ends, on the clock (queued work can go
+  // then).
+  std::optional<double> next_ejection_end() const;
 
   // Bookkeeping around one request on replica i.
   void dispatched(size_t i, std::span<const uint64_t> prefix_hashes, int64_t uncached_tokens);
   void first_token(size_t i, int64_t uncached_tokens, double ttft_s);
+  // Gives a dispatch's slot back: only GatewayCore::give_back, for a ReplicaSlot.
   void finished(size_t i, bool got_first_token, int64_t uncached_tokens, int32_t prompt_tokens, int32_t cached_tokens);
   // An attempt on replica i failed (reset, refused, stalled, aborted) or succeeded.
   void attempt_failed(size_t i);
@@ -81,6 +89,7 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
   void on_events_done(size_t i, uint64_t generation);
 
   boost::asio::any_io_executor core_;
+  std::shared_ptr<const policy::Clock> clock_;
   std::vector<ReplicaInfo> infos_;
   std::vector<ReplicaLoad> loads_;
   struct Stream {
@@ -90,6 +99,7 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
     std::unique_ptr<boost::asio::steady_timer> retry;
   };
   std::vector<std::unique_ptr<Stream>> streams_;
+  uint64_t generation_ = 0;
   policy::ExactPrefixIndex exact_;
   policy::ApproxPrefixIndex approx_;
 };

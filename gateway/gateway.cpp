@@ -63,7 +63,8 @@ Gateway::Gateway(FleetConfig config)
       key_limits_(std::make_shared<KeyLimits>(config_)),
       cors_(config_.cors.allow_origins) {
   load_model();
-  core_ = std::make_shared<GatewayCore>(core_strand_, config_);
+  core_ = std::make_shared<GatewayCore>(core_strand_, config_, std::make_shared<policy::SteadyClock>(),
+                                        std::make_shared<policy::SplitMixRandom>(std::random_device{}()));
   SupervisorOptions so;
   so.fleet = config_;
   so.gateway_id = "gw" + std::to_string(::getpid());
@@ -72,6 +73,7 @@ Gateway::Gateway(FleetConfig config)
   supervisor_->on_change = [this](const ReplicaInfo& r) { on_replica_change(r); };
   ctx_ = std::make_shared<ProxyContext>();
   ctx_->core = core_;
+  ctx_->random = std::make_shared<policy::SplitMixRandom>(std::random_device{}());
   ctx_->tokenizer = tokenizer_;
   ctx_->fingerprint = fingerprint_;
   ctx_->block_size = config_.worker.block_size;
@@ -176,7 +178,8 @@ void Gateway::handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex) {
   rid << (kind == ApiKind::kChatCompletion ? "chatcmpl-" : "cmpl-") << std::hex << ::getpid() << "g" << id;
   ResponseHeader h{kind, rid.str(), req.model.empty() ? config_.served_model_name : req.model, unix_seconds()};
   h.output = output;
-  auto proxy = std::make_shared<ProxyRequest>(ctx_, ex, std::move(req), std::move(ids), std::move(h), priority, key, id);
+  RequestIo io{exchange_client(ex, h, *tokenizer_, req), upstream_connect(ex->executor()), steady_alarm(ex->executor(), core_->clock())};
+  auto proxy = std::make_shared<ProxyRequest>(ctx_, std::move(io), std::move(req), std::move(ids), std::move(h), priority, key, id);
   proxy->start();
 }
 
@@ -204,7 +207,7 @@ nlohmann::json Gateway::status_json() const {
                         {"hit_rate", l.prompt_tokens_total > 0 ? static_cast<double>(l.cached_tokens_total) / static_cast<double>(l.prompt_tokens_total) : 0.0},
                         {"prefill_s_per_token", l.prefill_s_per_token},
                         {"kv_events_connected", l.events_connected},
-                        {"ejected", l.ejected()},
+                        {"ejected", fleet.ejected(i)},
                         {"ejections", l.ejections_total}});
   }
   const auto& c = core_->counters();

@@ -8,18 +8,19 @@
 #pragma once
 
 #include <atomic>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "common/http/openai_responder.h"
-#include "common/http/server.h"
 #include "common/http/sse_parser.h"
 #include "common/protocol/internal_api.h"
 #include "common/protocol/openai.h"
 #include "gateway/core.h"
+#include "gateway/replica_slot.h"
+#include "gateway/request_io.h"
 #include "gateway/supervisor.h"
 #include "gateway/upstream_call.h"
 
@@ -27,7 +28,7 @@ namespace sy::gateway {
 
 // What every request of one gateway shares.
 struct ProxyContext {
-  std::shared_ptr<GatewayCore> core;
+  std::shared_ptr<GatewayCore> core;  // its clock times every request
   std::shared_ptr<const Tokenizer> tokenizer;
   uint64_t fingerprint = 0;  // the model's prefix-hash fingerprint (as the workers compute it)
   int32_t block_size = 16;
@@ -35,12 +36,23 @@ struct ProxyContext {
   // Requests started and not yet over (answered, failed, withdrawn or rejected),
   // whether queued, in flight or between attempts: the SIGTERM drain waits for 0.
   std::atomic<int64_t> open_requests{0};
+  // Draws sampling seeds (requests on several strands draw from it).
+  uint64_t draw_seed() {
+    std::lock_guard lock(random_mu);
+    return random->next();
+  }
+  std::shared_ptr<policy::Random> random;
+  std::mutex random_mu;
 };
 
+// The owner of one client request and of everything it holds: its state machine
+// (queued → attempt(s) → streaming → done) runs on the client connection's strand, the
+// core and the attempts report to it as messages, and the replica slots it holds are
+// guards in its attempts.
 class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
  public:
-  ProxyRequest(std::shared_ptr<ProxyContext> ctx, std::shared_ptr<http::Exchange> exchange, OpenAiRequest request,
-               std::vector<int32_t> prompt_ids, ResponseHeader header, int32_t priority, std::string api_key, uint64_t id);
+  ProxyRequest(std::shared_ptr<ProxyContext> ctx, RequestIo io, OpenAiRequest request, std::vector<int32_t> prompt_ids, ResponseHeader header,
+               int32_t priority, std::string api_key, uint64_t id);
 
   // Starts: hands the request to the core and watches for the client leaving.
   void start();
@@ -54,11 +66,16 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   uint64_t prompt_key() const;  // for prompts shorter than a block
   int32_t prompt_tokens() const { return static_cast<int32_t>(prompt_ids_.size()); }
 
-  // From the core strand.
+  // Messages from the core strand; each is handled on the request's strand.
+  // Answered without a replica (queue full, no replica, shutdown).
   void reject(const ApiError& error, int retry_after_s = 0);
-  // Sends an attempt to `replica`; `hedge`: a second attempt racing the first for the
+  // An attempt on `slot`'s replica; `hedge`: a second attempt racing the first for the
   // first token (the winner's stream is relayed, the loser cancelled on its worker).
-  void dispatch(size_t replica, const ReplicaInfo& info, int64_t uncached_tokens, const AttemptTimeouts& timeouts, bool hedge);
+  void dispatch(ReplicaSlot slot, const ReplicaInfo& info, const AttemptTimeouts& timeouts, bool hedge);
+  // The core paid no retry for the failed attempt: the request ends with its error.
+  void retry_refused();
+  // The request left the queue after its client went.
+  void withdrawn();
 
  private:
   // One upstream attempt: a POST /internal/generate on one replica, holding one of its
@@ -66,42 +83,50 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   struct Attempt {
     int32_t number = 0;
     size_t replica = 0;
+    ReplicaSlot slot;
     ReplicaInfo info;
-    int64_t uncached_tokens = 0;
     bool hedge = false;
-    std::shared_ptr<UpstreamCall> call;
+    std::shared_ptr<CancellableCall> call;
     http::SseParser parser;
     int status = 0;
     std::string error_body;  // a non-200 answer, relayed as is
     bool first_token = false;
-    std::chrono::steady_clock::time_point sent_at;
+    double sent_at = 0;  // clock seconds
   };
   using AttemptPtr = std::shared_ptr<Attempt>;
 
+  void on_dispatched(const AttemptPtr& a, const AttemptTimeouts& timeouts);
   void start_attempt(const AttemptPtr& a);
   void on_data(const AttemptPtr& a, std::string_view data);
-  void on_done(const AttemptPtr& a, boost::beast::error_code ec, const std::string& what);
+  void on_done(const AttemptPtr& a, const std::string& what);
   void handle_event(const AttemptPtr& a, const http::SseEvent& e);
   void on_tokens(const AttemptPtr& a, const InternalTokens& t);
+  void on_first_token(const AttemptPtr& a, double now);
   bool live(const AttemptPtr& a) const;
-  // Closes attempt a and gives its replica slot back (unless `keep_slot`: the core's retry
-  // decision gives it back); `usage` when it finished the request.
-  void close_attempt(const AttemptPtr& a, bool succeeded, const Usage* usage = nullptr, bool keep_slot = false);
-  // Attempt a failed: a racing sibling carries on alone; else another attempt if the
-  // budget and max_attempts allow, else `why` ends the request.
+  // Closes attempt a, cancels its call and gives its slot back with `use` (its
+  // first_token filled in here); returns the slot instead when `keep_slot`.
+  ReplicaSlot close_attempt(const AttemptPtr& a, SlotUse use = {}, bool keep_slot = false);
+  // Attempt a failed: a racing sibling carries on alone; else the core decides on another
+  // attempt (the budget and max_attempts), and `why` ends the request if it refuses.
   void attempt_failed(const AttemptPtr& a, const ApiError& why);
   // The deadlines of silence: hedge delay and first-token timeout before the first
   // token, the stall timeout after it.
   void rearm_watchdog();
   void on_watchdog();
-  std::chrono::steady_clock::time_point silence_limit(const AttemptPtr& a) const;
+  double silence_limit(const AttemptPtr& a) const;
   void client_gone();
+  // Ends the request: closes what is open and tells the core the outcome, once.
   void end(bool ok, bool cancelled, const Usage* usage = nullptr);
   // The request is over: sets finished_ and leaves ctx_->open_requests, once.
   void mark_finished();
+  double now() const { return ctx_->core->clock()->now_s(); }
+  // A message to the core: `f(core)` runs on the core strand.
+  template <typename F>
+  void tell_core(F&& f);
 
   std::shared_ptr<ProxyContext> ctx_;
-  std::shared_ptr<http::Exchange> ex_;
+  RequestIo io_;
+  ClientSide& client_;
   OpenAiRequest request_;
   std::vector<int32_t> prompt_ids_;
   std::vector<uint64_t> hashes_;
@@ -109,20 +134,18 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   int32_t priority_;
   std::string api_key_;
   uint64_t id_;
-  http::OpenAiResponder responder_;
 
   // Session strand.
   std::vector<AttemptPtr> live_;  // one, or two while a hedge races for the first token
   AttemptTimeouts timeouts_;      // of the latest dispatch
-  boost::asio::steady_timer watchdog_;
-  uint64_t watchdog_generation_ = 0;
   bool hedge_asked_ = false;
   std::vector<int32_t> generated_;
   bool first_token_ = false;  // of the whole request
   int32_t attempts_ = 0;
-  bool finished_ = false;  // end() ran
-  std::chrono::steady_clock::time_point arrived_at_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_token_at_;
+  bool finished_ = false;         // end() ran
+  std::optional<ApiError> failure_;  // the error a refused retry ends the request with
+  double arrived_at_ = 0;
+  double last_token_at_ = 0;
 };
 
 }  // namespace sy::gateway

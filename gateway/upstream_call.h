@@ -40,12 +40,19 @@ struct UpstreamHandlers {
   std::function<void(boost::beast::error_code ec, std::string what)> on_done;
 };
 
-class UpstreamCall : public std::enable_shared_from_this<UpstreamCall> {
+// A call in progress, as its starter sees it.
+class CancellableCall {
  public:
-  static std::shared_ptr<UpstreamCall> start(boost::asio::any_io_executor ex, UpstreamRequest req, UpstreamHandlers h);
+  virtual ~CancellableCall() = default;
   // Closes the connection; on_done runs with operation_aborted unless it already ran.
   // Call on the executor.
-  void cancel();
+  virtual void cancel() = 0;
+};
+
+class UpstreamCall : public CancellableCall, public std::enable_shared_from_this<UpstreamCall> {
+ public:
+  static std::shared_ptr<UpstreamCall> start(boost::asio::any_io_executor ex, UpstreamRequest req, UpstreamHandlers h);
+  void cancel() override;
 
   UpstreamCall(boost::asio::any_io_executor ex, UpstreamRequest req, UpstreamHandlers h);
 

@@ -1,0 +1,134 @@
+// The gateway's time-dependent rules on a manual clock, with no sleeps: outlier ejection
+// and its backoff, queue aging, the hedge delay and stall limit learned from latencies,
+// and the watchdog's first-token and stall timeouts (request_harness.h).
+#include <gtest/gtest.h>
+
+#include "request_harness.h"
+
+namespace sy::gateway::testing {
+namespace {
+
+TEST(Ejection, BacksOffFromOneSecondDoublingToThirty) {
+  Harness h;
+  Fleet& fleet = h.core->fleet();
+  const double spans[] = {1, 2, 4, 8, 16, 30, 30};
+  for (double span : spans) {
+    fleet.attempt_failed(0);
+    EXPECT_TRUE(fleet.ejected(0));
+    EXPECT_FALSE(fleet.usable(0));
+    ASSERT_TRUE(fleet.next_ejection_end().has_value());
+    EXPECT_DOUBLE_EQ(*fleet.next_ejection_end(), h.clock->now_s() + span);
+    h.clock->advance(span - 0.25);  // steps a double adds exactly
+    EXPECT_TRUE(fleet.ejected(0)) << span;
+    h.clock->advance(0.25);
+    EXPECT_FALSE(fleet.ejected(0)) << span;
+    EXPECT_TRUE(fleet.usable(0));
+  }
+  EXPECT_EQ(fleet.load(0).ejections_total, 7);
+}
+
+TEST(Ejection, ASuccessOrANewBootEndsTheRun) {
+  Harness h;
+  Fleet& fleet = h.core->fleet();
+  fleet.attempt_failed(0);
+  fleet.attempt_failed(0);
+  fleet.attempt_succeeded(0);
+  fleet.attempt_failed(0);
+  EXPECT_DOUBLE_EQ(*fleet.next_ejection_end(), h.clock->now_s() + 1);
+  ReplicaInfo r = fleet.info(0);
+  r.boot_id = "a new process";
+  fleet.on_replica_change(r);
+  EXPECT_FALSE(fleet.ejected(0));
+  EXPECT_FALSE(fleet.next_ejection_end().has_value());
+}
+
+// A batch request queued at the start and a standard one `waited` seconds later: is the
+// batch one sent first when the only slot frees? It climbs a class per queues.aging_s
+// (10 s by default) on the core's clock, keeping its arrival time within its new class.
+bool batch_goes_first(double waited) {
+  Harness h({.replicas = 1, .capacity = 1, .resilience = {}});
+  auto busy = h.submit();
+  auto batch = h.submit(kPriorityBatch);
+  h.clock->advance(waited);
+  auto standard = h.submit(kPriorityStandard);
+  busy.client->leave();  // frees the slot
+  h.settle();
+  EXPECT_EQ(h.calls.size(), 2u);
+  const bool first = h.calls.back()->body().request_id.starts_with("gw-cmpl-2-");
+  batch.client->leave();
+  standard.client->leave();
+  h.expect_all_released();
+  return first;
+}
+
+TEST(Aging, AWaitingRequestClimbsAClassPerAgingPeriod) {
+  EXPECT_FALSE(batch_goes_first(0));
+  EXPECT_FALSE(batch_goes_first(9.75));  // still batch
+  EXPECT_TRUE(batch_goes_first(10));     // standard, and the older of the two
+}
+
+TEST(LearnedLimits, HedgeDelayAndStallFollowRecentLatencies) {
+  ResilienceConfig res;
+  res.hedge_delay_factor = 3, res.hedge_delay_min_s = 0.05, res.hedge_delay_max_s = 5;
+  res.stall_factor = 8, res.stall_min_s = 0.1, res.stall_max_s = 30;
+  Harness h({.resilience = res});
+  GatewayCore& core = *h.core;
+  // Too few samples: the upper bounds.
+  EXPECT_DOUBLE_EQ(core.timeouts_for(PriorityClass::kStandard).hedge_delay, 5);
+  EXPECT_DOUBLE_EQ(core.timeouts_for(PriorityClass::kStandard).stall, 30);
+  for (int k = 0; k < 8; ++k) core.observe_attempt_ttft(0.2), core.observe_itl(0.05);
+  const AttemptTimeouts t = core.timeouts_for(PriorityClass::kInteractive);
+  EXPECT_NEAR(t.hedge_delay, 0.6, 1e-9);  // 3 × the median
+  EXPECT_NEAR(t.stall, 0.4, 1e-9);        // 8 × the p99 gap
+  EXPECT_DOUBLE_EQ(t.first_token, res.first_token_timeout_s);
+  EXPECT_DOUBLE_EQ(core.timeouts_for(PriorityClass::kBatch).hedge_delay, 0) << "batch work is not hedged";
+  for (int k = 0; k < 2048; ++k) core.observe_attempt_ttft(0.001);
+  EXPECT_DOUBLE_EQ(core.timeouts_for(PriorityClass::kStandard).hedge_delay, 0.05) << "clamped to the lower bound";
+}
+
+ResilienceConfig silences(double first_token, double stall) {
+  ResilienceConfig r;
+  r.hedge = false;
+  r.first_token_timeout_s = first_token;
+  r.stall_max_s = stall;
+  return r;
+}
+
+TEST(Watchdog, NoFirstTokenInTimeFailsOver) {
+  Harness h({.resilience = silences(5, 30)});
+  auto r = h.submit();
+  h.calls[0]->headers();
+  h.advance(4.75, {&r});
+  EXPECT_EQ(h.calls.size(), 1u);
+  h.advance(0.25, {&r});
+  ASSERT_EQ(h.calls.size(), 2u);
+  EXPECT_TRUE(h.calls[0]->cancelled);
+  EXPECT_EQ(h.core->counters().stalls, 1);
+  h.calls[1]->headers();
+  h.calls[1]->finish();
+  h.expect_all_released();
+}
+
+TEST(Watchdog, SilenceAfterATokenIsAStallFromTheLatestToken) {
+  Harness h({.resilience = silences(120, 3)});
+  auto r = h.submit();
+  h.calls[0]->headers();
+  h.advance(50, {&r});  // prefill may take up to the first-token timeout
+  h.calls[0]->tokens(0, {1});
+  h.advance(2, {&r});
+  h.calls[0]->tokens(1, {2});
+  h.advance(2.75, {&r});
+  EXPECT_EQ(h.calls.size(), 1u) << "the stall limit runs from the latest token";
+  h.advance(0.25, {&r});
+  ASSERT_EQ(h.calls.size(), 2u);
+  EXPECT_EQ(h.calls[1]->body().resume_ids, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(h.core->counters().stalls, 1);
+  h.calls[1]->headers();
+  h.calls[1]->finish();
+  h.settle();
+  EXPECT_TRUE(r.client->finished);
+  h.expect_all_released();
+}
+
+}  // namespace
+}  // namespace sy::gateway::testing

@@ -19,19 +19,13 @@ namespace sy {
 // Choices a benchmark compares as arms of one process (bench/engine_bench.cpp --arms).
 // Only bench/ sets them; production runs the defaults, each the measured winner on the
 // H200 (docs/PERFORMANCE.md). Variants that lost are deleted (the gated GEMV, the GEMV
-// weight-size limit, the timed cuBLASLt candidates, the GEMV splits 1 and 2 as options);
-// decode_variant 0/2 and small_kernel_variant 1 lost too and go with their kernels next.
+// weight-size limit, the timed cuBLASLt candidates, the GEMV splits 1 and 2 as options,
+// the unfused decode path, the one-launch decode attention, the strided RMSNorm and
+// per-token RoPE kernels).
 struct BackendTuning {
   // cuda: bf16 products of at most this many rows (decode batches up to it) run the GEMV
   // kernel (kernels/cuda/gemv_bf16.cuh) instead of cuBLASLt; 0: cuBLASLt always.
   int32_t gemv_max_rows = 1;
-  // cuda: RoPE fused with the KV cache write and the multi-block argmax in decode steps
-  // (1, the default), or RoPE then the KV write and one block per argmax row (0); 2 also
-  // the one-launch decode attention (splits merged by their last CTA).
-  int32_t decode_variant = 1;
-  // cuda: 1 runs the first RMSNorm and RoPE kernels (a strided loop per thread) instead
-  // of the default 0.
-  int32_t small_kernel_variant = 0;
   // cuda: warps per CTA of the prefill attention, 4 or 8 (0: the kernel's default).
   int32_t prefill_warps = 0;
   // cuda: prefill attention kernel, 1 (default) Hopper's warpgroup MMA where the build and

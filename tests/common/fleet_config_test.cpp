@@ -108,7 +108,7 @@ TEST(FleetConfig, MistakesAreNamed) {
        "modes.latency: 1 replicas × 4 devices need 4 devices, more than the 2 listed"},
       {"model: m.gguf\ndevices: [\"0\", \"1\"]\nmodes: {latency: {replicas: 1, pcp: 2}}\ndefault_mode: latency\n",
        "modes.latency.pcp: context parallelism over GPUs is not built yet"},
-      {"model: m.gguf\nmodes: {latency: {replicas: 1, pcp: 0}}\ndefault_mode: latency\n", "modes.latency.pcp: must be 1 to 64"},
+      {"model: m.gguf\nmodes: {latency: {replicas: 1, pcp: 65}}\ndefault_mode: latency\n", "modes.latency.pcp: must be 1 to 64"},
       {"model: m.gguf\nmodes: {latency: {replicas: 1, tp: 0}}\ndefault_mode: latency\n", "modes.latency.tp: must be 1 to 64"},
       {base + "default_mode: latency\n", "default_mode: 'latency' is not one of the modes"},
       {base + "listen: nowhere\n", "not host:port"},

@@ -11,11 +11,7 @@
 #endif
 
 namespace sy {
-namespace {
 
-// The cuda devices `name` gives `tp` ranks: "cuda" → 0..tp-1, "cuda:N" → N..N+tp-1,
-// "cuda:A,B,..." → that list (repeats allowed: ranks sharing a GPU). Empty when `name` is
-// not a cuda device name; throws std::invalid_argument for a list of another length.
 std::vector<int> cuda_devices(const std::string& name, int tp) {
   std::vector<int> out;
   if (name == "cuda") {
@@ -38,8 +34,6 @@ std::vector<int> cuda_devices(const std::string& name, int tp) {
                                 std::to_string(tp) + " (one per rank)");
   return out;
 }
-
-}  // namespace
 
 void Backend::forward_sample(const BatchPlan&, std::span<const RowSampling>,
                              std::vector<int32_t>&) {

@@ -118,6 +118,12 @@ class Backend {
 // KV bytes per block for a model: layers × block_size × kv_dim × (K and V) × float32.
 size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size);
 
+// The cuda devices `name` gives `tp` ranks, in rank order: "cuda" → 0..tp-1, "cuda:N" →
+// N..N+tp-1, "cuda:A,B,..." → that list (repeats allowed: ranks sharing a GPU). Empty
+// when `name` is no cuda device name ("cpu", "cuda:x", ...); throws std::invalid_argument
+// for a list whose length is not tp.
+std::vector<int> cuda_devices(const std::string& name, int tp);
+
 // Creates the backend `name`: "cpu", or where built "cuda" / "cuda:N" (device N, default
 // 0). Throws std::runtime_error for an unknown name or an unusable device,
 // ModelFileError for a bad model.

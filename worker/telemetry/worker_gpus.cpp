@@ -1,9 +1,10 @@
 #include "worker/telemetry/worker_gpus.h"
 
 #include <algorithm>
-#include <sstream>
+#include <stdexcept>
 
 #include "common/telemetry/gpu_metrics.h"
+#include "worker/backend/backend.h"
 
 #ifdef SY_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -13,20 +14,11 @@ namespace sy {
 
 std::vector<int> cuda_ordinals(const std::string& device, int ranks) {
   std::vector<int> listed;
-  if (device == "cuda") {
-    listed.push_back(0);
-  } else if (device.rfind("cuda:", 0) == 0) {
-    const std::string list = device.substr(5);
-    if (list.empty() || list.back() == ',') return {};  // getline would miss the empty last item
-    std::istringstream items(list);
-    for (std::string item; std::getline(items, item, ',');) {
-      if (item.empty() || item.size() > 3 || item.find_first_not_of("0123456789") != std::string::npos)
-        return {};
-      listed.push_back(std::stoi(item));
-    }
+  try {
+    listed = cuda_devices(device, ranks);  // as create_backend reads the name
+  } catch (const std::invalid_argument&) {
+    return {};  // create_backend refuses it too
   }
-  if (listed.size() == 1)  // a first device: the ranks take it and the ones after it
-    for (int r = 1; r < ranks; ++r) listed.push_back(listed[0] + r);
   std::vector<int> out;
   for (int d : listed)
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);

@@ -56,10 +56,12 @@ class CpuBackend::Step : public DecoderOps {
     ap_.n_kv_heads = c_.n_kv_heads;
     ap_.head_dim = c_.head_dim;
     ap_.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c_.head_dim)));
-    ap_.q = b.qkv_.data();
+    // A context-parallel rank may run no rows this step (T_ 0: its buffers may be empty).
+    float* qkv = T_ > 0 ? b.qkv_.data() : nullptr;
+    ap_.q = qkv;
     ap_.q_stride = QKV_;
-    ap_.k_new = b.qkv_.data() + Q_;
-    ap_.v_new = b.qkv_.data() + Q_ + KV_;
+    ap_.k_new = qkv ? qkv + Q_ : nullptr;
+    ap_.v_new = qkv ? qkv + Q_ + KV_ : nullptr;
     ap_.kv_stride = QKV_;
     ap_.out = b.attn_.data();
     ap_.table = plan.kv_table(b.block_size_);

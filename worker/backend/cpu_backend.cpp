@@ -20,13 +20,17 @@
 namespace sy {
 namespace {
 
+// Never empty: a context-parallel rank can run no rows in a step, and its ops still
+// index element 0 of an empty range.
 void grow(std::vector<float>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
+  if (v.size() < std::max<size_t>(n, 1)) v.resize(std::max<size_t>(n, 1));
 }
 
 // Splits `rows` rows into chunks for the pool; elementwise kernels are cheap per row.
+// No rows, no call (a context-parallel rank may run none in a step).
 template <typename Fn>
 void for_row_chunks(cpu::ThreadPool& pool, int64_t rows, Fn&& fn) {
+  if (rows <= 0) return;
   const int64_t chunks = std::min<int64_t>(rows, pool.size() * 4);
   if (chunks <= 1) {
     fn(0, rows);

@@ -12,10 +12,10 @@
 
 namespace sy {
 
-std::vector<int> cuda_devices(const std::string& name, int tp) {
+std::vector<int> cuda_devices(const std::string& name, int ranks) {
   std::vector<int> out;
   if (name == "cuda") {
-    for (int r = 0; r < tp; ++r) out.push_back(r);
+    for (int r = 0; r < ranks; ++r) out.push_back(r);
     return out;
   }
   if (name.rfind("cuda:", 0) != 0) return out;
@@ -28,10 +28,10 @@ std::vector<int> cuda_devices(const std::string& name, int tp) {
     i = end + 1;
   }
   if (out.size() == 1)
-    for (int r = 1; r < tp; ++r) out.push_back(out[0] + r);
-  if (static_cast<int>(out.size()) != tp)
-    throw std::invalid_argument("device '" + name + "' lists " + std::to_string(out.size()) + " GPUs for tp " +
-                                std::to_string(tp) + " (one per rank)");
+    for (int r = 1; r < ranks; ++r) out.push_back(out[0] + r);
+  if (static_cast<int>(out.size()) != ranks)
+    throw std::invalid_argument("device '" + name + "' lists " + std::to_string(out.size()) + " GPUs for " +
+                                std::to_string(ranks) + " ranks (tp × pcp, one per rank)");
   return out;
 }
 
@@ -51,9 +51,7 @@ std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSour
   if (options.pcp < 1 || options.pcp > 64) throw std::invalid_argument("pcp must be in 1..64");
   if (name == "cpu")
     return options.tp > 1 || options.pcp > 1 ? create_cpu_group(src, config, options) : std::make_unique<CpuBackend>(src, config, options);
-  if (options.pcp > 1)
-    throw std::invalid_argument("context parallelism on cuda devices is not built yet (cpu ranks only: --device cpu --pcp N)");
-  const std::vector<int> devices = cuda_devices(name, options.tp);
+  const std::vector<int> devices = cuda_devices(name, options.tp * options.pcp);
 #ifdef SY_HAVE_CUDA
   if (devices.size() > 1) return create_cuda_group(src, config, options, devices);
   if (devices.size() == 1) return std::make_unique<CudaBackend>(src, config, options, devices[0]);

@@ -57,7 +57,8 @@ struct BackendOptions {
   // Context-parallel ranks (prefill PCP, decode DCP; worker/plan/context_split.h): cpu,
   // a group of tp × pcp ranks as threads. Each rank holds 1/pcp of the KV, so the
   // group's KV capacity is pcp × one rank's (num_kv_blocks and kv_memory_bytes are per
-  // rank). cuda: refused until built.
+  // rank). cuda: a group of tp × pcp ranks, one device each (cuda_devices), every step
+  // eager (worker/backend/cuda_context_attention.h).
   int32_t pcp = 1;
   // Batch-invariant numerics (docs/NUMERICS.md): a sequence's logits are the same bits
   // whatever else shares its batch, however its prompt is chunked, whether a position is
@@ -118,11 +119,11 @@ class Backend {
 // KV bytes per block for a model: layers × block_size × kv_dim × (K and V) × float32.
 size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size);
 
-// The cuda devices `name` gives `tp` ranks, in rank order: "cuda" → 0..tp-1, "cuda:N" →
-// N..N+tp-1, "cuda:A,B,..." → that list (repeats allowed: ranks sharing a GPU). Empty
-// when `name` is no cuda device name ("cpu", "cuda:x", ...); throws std::invalid_argument
-// for a list whose length is not tp.
-std::vector<int> cuda_devices(const std::string& name, int tp);
+// The cuda devices `name` gives `ranks` ranks (a group's tp × pcp), in rank order:
+// "cuda" → 0..ranks-1, "cuda:N" → N..N+ranks-1, "cuda:A,B,..." → that list (repeats
+// allowed: ranks sharing a GPU). Empty when `name` is no cuda device name ("cpu",
+// "cuda:x", ...); throws std::invalid_argument for a list whose length is not ranks.
+std::vector<int> cuda_devices(const std::string& name, int ranks);
 
 // Creates the backend `name`: "cpu", or where built "cuda" / "cuda:N" (device N, default
 // 0). Throws std::runtime_error for an unknown name or an unusable device,

@@ -10,6 +10,7 @@
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "worker/backend/cuda_context_attention.h"
 #include "worker/parallel/communicator.h"
 
 namespace sy {
@@ -29,12 +30,13 @@ void throw_cuda(cudaError_t e, const std::string& what) {
 
 CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
                          const BackendOptions& options, int device, TensorParallel tp,
-                         parallel::Communicator* comm)
+                         parallel::Communicator* comm, ContextParallel cp, parallel::Communicator* cp_comm)
     : config_(config),
       shape_(RankShape::of(config, tp)),
       local_(shape_.local(config)),
       comm_(tp.size > 1 ? comm : nullptr),
-      graphs_allowed_(comm_ == nullptr || comm_->capturable()),
+      graphs_allowed_((comm_ == nullptr || comm_->capturable()) && cp.size == 1),
+      cp_size_(cp.size),
       device_(device),
       block_size_(options.block_size),
       max_num_seqs_(std::max(options.max_num_seqs, 1)),
@@ -54,6 +56,12 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
     throw std::invalid_argument(
         "a cuda tensor-parallel rank needs its own end of a device communicator of tp ranks, "
         "bound to its device");
+  if (cp.size < 1 || cp.rank < 0 || cp.rank >= cp.size)
+    throw std::invalid_argument("context-parallel rank " + std::to_string(cp.rank) + " of " + std::to_string(cp.size));
+  if (cp.size > 1 && (!cp_comm || cp_comm->size() != cp.size || cp_comm->rank() != cp.rank ||
+                      cp_comm->memory() != parallel::MemoryKind::kDevice || cp_comm->device() != device))
+    throw std::invalid_argument(
+        "a cuda context-parallel rank needs its own end of a device communicator of pcp ranks, bound to its device");
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
     throw std::runtime_error("cuda backend: no CUDA device found");
@@ -66,6 +74,9 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   num_sms_ = prop.multiProcessorCount;
   if (prefill_attention_kernel_ == 1 && !cuda::prefill_wgmma_available()) prefill_attention_kernel_ = 0;
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
+  if (cp.size > 1)
+    cp_ = std::make_unique<CudaContextAttention>(*cp_comm, local_, block_size_, prefill_attention_kernel_, prefill_warps_,
+                                                 stream_);
 
   weights_ = CudaModelWeights::upload(src, config, shape_);
   check(linear_.init(weights_.max_q8_0_elements), "creating the cuBLASLt handle and Q8_0 scratch");
@@ -101,7 +112,7 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
     budget = static_cast<size_t>(static_cast<double>(free) *
                                  std::min(options.kv_free_memory_fraction, 1.0));
   }
-  num_blocks_ = static_cast<int32_t>(std::min<size_t>(budget / per_block, INT32_MAX));
+  num_blocks_ = static_cast<int32_t>(std::min<size_t>(budget / per_block, INT32_MAX / cp_size_));
   if (num_blocks_ <= 0) throw std::invalid_argument("KV memory budget holds no block");
   layer_kv_elements_ = static_cast<size_t>(num_blocks_) * block_size_ * local_.kv_dim();
   check(kv_.allocate(static_cast<size_t>(num_blocks_) * per_block), "allocating the KV cache");
@@ -114,10 +125,11 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   check(cudaDeviceSynchronize(), "uploading the model");
   std::fprintf(stderr,
                "cuda backend: device %d (%s, %d SMs), %s: weights %.2f GiB, KV cache %d blocks (%.2f "
-               "GiB), decode graphs for 1..%d sequences, bf16 GEMV up to %d rows, prefill "
+               "GiB), %s%d sequences, bf16 GEMV up to %d rows, prefill "
                "attention on %s, %s numerics\n",
                device, prop.name, num_sms_, shape_.describe().c_str(), static_cast<double>(weights_.device_bytes) / (1 << 30),
-               num_blocks_, static_cast<double>(kv_.bytes()) / (1 << 30), max_num_seqs_,
+               num_blocks_, static_cast<double>(kv_.bytes()) / (1 << 30),
+               cp_ ? "context-parallel (every step eager), batches up to " : "decode graphs for 1..", max_num_seqs_,
                deterministic_ ? 0 : linear_.gemv_max_rows(),
                prefill_attention_kernel_ == 1 ? "wgmma" : "mma.sync",
                deterministic_ ? "batch-invariant" : "fast");
@@ -235,9 +247,11 @@ CudaBackend::Step CudaBackend::analyze(const BatchPlan& plan, int32_t block_size
 }
 
 void CudaBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
-  const std::string bad = plan.validate(block_size_, num_blocks_, config_.vocab);
+  const std::string bad = plan.validate(block_size_, num_kv_blocks(), config_.vocab);
   SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
   logits.resize(plan.logits_rows.size() * static_cast<size_t>(config_.vocab));
+  if (plan.num_tokens() == 0) return;
+  if (cp_) return run_step(plan, prepare_context_step(plan), &logits, {}, nullptr);
   const Step step = analyze(plan, block_size_);
   if (step.tokens == 0) return;
   prepare_step(plan, step);
@@ -246,11 +260,13 @@ void CudaBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
 
 void CudaBackend::forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows,
                                  std::vector<int32_t>& ids) {
-  const std::string bad = plan.validate(block_size_, num_blocks_, config_.vocab);
+  const std::string bad = plan.validate(block_size_, num_kv_blocks(), config_.vocab);
   SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
   SY_CHECK_MSG(rows.size() == plan.logits_rows.size(), "%zu sampling rows for %zu logits rows",
                rows.size(), plan.logits_rows.size());
   ids.assign(rows.size(), 0);
+  if (plan.num_tokens() == 0) return;
+  if (cp_) return run_step(plan, prepare_context_step(plan), nullptr, rows, &ids);
   const Step step = analyze(plan, block_size_);
   if (step.tokens == 0) return;
   prepare_step(plan, step);
@@ -267,7 +283,8 @@ void CudaBackend::run_step(const BatchPlan& plan, const Step& step, std::vector<
                            std::span<const RowSampling> rows, std::vector<int32_t>* ids) {
   const cuda::ProgrammaticLaunch pdl(programmatic_launch_);
   const int64_t V = config_.vocab;
-  const auto R = static_cast<int64_t>(plan.logits_rows.size());
+  // Context-parallel ranks past the first compute no logits: the group returns rank 0's.
+  const auto R = cp_ && cp_->rank() > 0 ? 0 : static_cast<int64_t>(plan.logits_rows.size());
   const bool graph = step.decode && step.tokens <= max_num_seqs_ && graphs_allowed_;
   bool sampled = false;  // some row draws (temperature > 0): the sampler, else argmax
   for (const RowSampling& r : rows) sampled = sampled || r.temperature > 0;
@@ -277,7 +294,7 @@ void CudaBackend::run_step(const BatchPlan& plan, const Step& step, std::vector<
   if (ids) {
     ensure_choice_capacity(choose_rows,
                            sampled ? std::min<int64_t>(choose_rows, logits_capacity_) : 0);
-    if (sampled) upload_row_params(rows, graph ? plan.logits_rows.data() : nullptr, choose_rows);
+    if (sampled && choose_rows > 0) upload_row_params(rows, graph ? plan.logits_rows.data() : nullptr, choose_rows);
   }
   if (graph) {
     run_graph(step);
@@ -304,13 +321,16 @@ void CudaBackend::run_step(const BatchPlan& plan, const Step& step, std::vector<
     }
   } else {
     enqueue_layers(step);
-    // The wanted rows of the normalized output, in chunks through the LM head.
+    // The wanted rows of the normalized output, in chunks through the LM head; a
+    // context-parallel rank's come from every rank, in the gathered order.
+    const __nv_bfloat16* final_rows = cp_ ? cp_->gather_rows(h_.as<__nv_bfloat16>(), config_.hidden) : h_.as<__nv_bfloat16>();
+    const int64_t final_count = cp_ ? cp_->gathered_rows() : step.tokens;
     const PlanLayout p = plan_layout();
     for (int64_t r0 = 0; r0 < R; r0 += logits_capacity_) {
       const int64_t n = std::min<int64_t>(logits_capacity_, R - r0);
       cuda::GatherRowsArgs g;
-      g.table = h_.as<__nv_bfloat16>();
-      g.table_rows = step.tokens;
+      g.table = final_rows;
+      g.table_rows = final_count;
       g.cols = config_.hidden;
       g.ids = plan_.as<int32_t>() + p.logits_rows + r0;
       g.rows = n;

@@ -17,6 +17,14 @@
 // group in the decoder's all_reduce_delta (inside the decode graphs too) and gathers the
 // vocabulary slices of the logits, so every rank chooses the same tokens. GroupBackend
 // drives the ranks, one thread each (create_cuda_group).
+//
+// Context parallelism: a backend made with ContextParallel (and its end of a device
+// communicator of the pcp ranks sharing its tensor-parallel slice) runs only its rows of
+// each step (worker/plan/context_split.h), keeps only the KV blocks whose home it is (slot
+// b / pcp: it reports pcp × its slots as its block count), attends through
+// CudaContextAttention (cuda_context_attention.h) and gathers the final rows, so that
+// context-parallel rank 0 computes the logits; the other ranks return none. Every step
+// runs eagerly (no decode graphs).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -39,6 +47,7 @@ namespace sy {
 namespace parallel {
 class Communicator;
 }
+class CudaContextAttention;
 
 class CudaBackend : public Backend {
  public:
@@ -46,15 +55,18 @@ class CudaBackend : public Backend {
   // ModelFileError for a bad model, std::invalid_argument for a shape tp does not divide.
   // `comm`: this rank's end of a device communicator of tp.size ranks, bound to `device`
   // (null when tp.size is 1). A communicator that cannot be captured (the "local" kind)
-  // leaves every step eager: no decode graphs.
+  // leaves every step eager: no decode graphs. `cp_comm`: this rank's end of a device
+  // communicator of cp.size ranks, bound to `device` (null when cp.size is 1).
   CudaBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options, int device,
-              TensorParallel tp = {}, parallel::Communicator* comm = nullptr);
+              TensorParallel tp = {}, parallel::Communicator* comm = nullptr, ContextParallel cp = {},
+              parallel::Communicator* cp_comm = nullptr);
   ~CudaBackend() override;
 
   std::string name() const override { return "cuda"; }
   const ModelConfig& config() const override { return config_; }
   int32_t block_size() const override { return block_size_; }
-  int32_t num_kv_blocks() const override { return num_blocks_; }
+  // Logical blocks: a context-parallel rank holds every pcp-th in its num_blocks_ slots.
+  int32_t num_kv_blocks() const override { return num_blocks_ * cp_size_; }
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
   bool samples_on_device() const override { return true; }
   void forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows,
@@ -85,6 +97,9 @@ class CudaBackend : public Backend {
   void ensure_capacity(int32_t tokens, size_t indices);
   void upload_plan(const BatchPlan& plan);
   void prepare_step(const BatchPlan& plan, const Step& step);
+  // A context-parallel step: lays out the attention's tables, uploads this rank's rows
+  // (tokens, positions; the logits rows as gathered rows) and returns their Step.
+  Step prepare_context_step(const BatchPlan& plan);
   // Runs the step: logits to `logits` (forward) or, with `rows`, ids to `ids`.
   void run_step(const BatchPlan& plan, const Step& step, std::vector<float>* logits,
                 std::span<const RowSampling> rows, std::vector<int32_t>* ids);
@@ -111,7 +126,9 @@ class CudaBackend : public Backend {
   RankShape shape_;    // this rank's slice (the whole model for one rank)
   ModelConfig local_;  // this rank's head counts and FFN width
   parallel::Communicator* comm_;
-  bool graphs_allowed_;  // the communicator (if any) can be captured
+  bool graphs_allowed_;  // the communicator (if any) can be captured, no context parallelism
+  int32_t cp_size_ = 1;
+  std::unique_ptr<CudaContextAttention> cp_;  // context parallelism (pcp > 1)
   int device_;
   int num_sms_ = 0;
   int32_t block_size_;
@@ -156,8 +173,10 @@ class CudaBackend : public Backend {
   std::vector<cuda::SamplingRowParams> row_params_host_;
 };
 
-// A tensor-parallel group of devices.size() cuda ranks, rank r on devices[r], each with
-// its slice of the weights, driven by GroupBackend. Distinct GPUs: the "peer" one-shot
+// A group of devices.size() = options.tp × options.pcp cuda ranks, rank p · tp + t
+// (tensor-parallel rank t of context-parallel rank p) on devices[p · tp + t], each with
+// its slice of the weights, driven by GroupBackend; the ranks of one p share a
+// tensor-parallel communicator, those of one t a context-parallel one. Distinct GPUs: the "peer" one-shot
 // kernels for small collectives and NCCL for large ones, captured in the decode graphs.
 // Ranks that share a GPU (repeated devices: tests of tensor parallelism on a one-GPU
 // machine): the "local" communicator, every step eager. Throws std::invalid_argument for

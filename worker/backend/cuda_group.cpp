@@ -1,10 +1,12 @@
-// A tensor-parallel group of cuda ranks (DESIGN.md, "Parallel groups"): one CudaBackend
-// per device, each loading its own slice, driven by GroupBackend (one thread per rank).
+// A group of cuda ranks (DESIGN.md, "Parallel groups"): tp × pcp CudaBackends, each
+// loading its own tensor-parallel slice, driven by GroupBackend (one thread per rank).
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 
 #include "worker/backend/cuda_backend.h"
+#include "worker/backend/cuda_context_attention.h"
 #include "worker/backend/group_backend.h"
 #include "worker/parallel/communicator.h"
 #include "worker/parallel/split_communicator.h"
@@ -35,23 +37,52 @@ parallel::CommunicatorGroup make_comms(const std::vector<int>& devices, bool sha
 
 std::unique_ptr<Backend> create_cuda_group(const ModelSource& src, const ModelConfig& config, const BackendOptions& options,
                                            const std::vector<int>& devices) {
-  const int tp = static_cast<int>(devices.size());
+  const int tp = options.tp, pcp = options.pcp;
+  if (static_cast<int>(devices.size()) != tp * pcp)
+    throw std::invalid_argument("a cuda group of tp " + std::to_string(tp) + " × pcp " + std::to_string(pcp) + " needs " +
+                                std::to_string(tp * pcp) + " devices, not " + std::to_string(devices.size()));
+  if (pcp > CudaContextAttention::kMaxRanks)
+    throw std::invalid_argument("cuda context parallelism takes pcp up to " + std::to_string(CudaContextAttention::kMaxRanks));
   RankShape::of(config, {0, tp});  // a shape tp does not divide is refused before any load
-  std::vector<int> sorted = devices;
-  std::sort(sorted.begin(), sorted.end());
-  const bool shared = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
-  parallel::CommunicatorGroup comms = make_comms(devices, shared, options.tuning);
+  auto is_shared = [](std::vector<int> d) {
+    std::sort(d.begin(), d.end());
+    return std::adjacent_find(d.begin(), d.end()) != d.end();
+  };
+  const bool shared = is_shared(devices);
+  auto device = [&](int p, int t) { return devices[static_cast<size_t>(p * tp + t)]; };
+  // tp_comms[p][t], cp_comms[t][p]: rank (p, t)'s ends; each group picks its own kind
+  // (local where its own ranks share a GPU).
+  std::vector<parallel::CommunicatorGroup> tp_comms, cp_comms;
+  for (int p = 0; p < pcp && tp > 1; ++p) {
+    std::vector<int> d;
+    for (int t = 0; t < tp; ++t) d.push_back(device(p, t));
+    tp_comms.push_back(make_comms(d, is_shared(d), options.tuning));
+  }
+  for (int t = 0; t < tp && pcp > 1; ++t) {
+    std::vector<int> d;
+    for (int p = 0; p < pcp; ++p) d.push_back(device(p, t));
+    cp_comms.push_back(make_comms(d, is_shared(d), options.tuning));
+  }
   BackendOptions rank_options = options;
   // Ranks that share a GPU cannot each take a fraction of its free memory (the first
   // would leave the others nothing): they keep the fixed KV budget.
   if (shared) rank_options.kv_free_memory_fraction = 0;
   std::vector<std::unique_ptr<Backend>> ranks;
-  for (int r = 0; r < tp; ++r)
-    ranks.push_back(std::make_unique<CudaBackend>(src, config, rank_options, devices[static_cast<size_t>(r)],
-                                                  TensorParallel{r, tp}, comms[static_cast<size_t>(r)].get()));
-  std::fprintf(stderr, "cuda group: tp %d over %s collectives%s\n", tp, std::string(comms[0]->kind()).c_str(),
-               shared ? " (ranks share a GPU: no decode graphs)" : "");
-  return std::make_unique<GroupBackend>(std::move(ranks), std::move(comms));
+  for (int p = 0; p < pcp; ++p)
+    for (int t = 0; t < tp; ++t)
+      ranks.push_back(std::make_unique<CudaBackend>(
+          src, config, rank_options, device(p, t), TensorParallel{t, tp},
+          tp > 1 ? tp_comms[static_cast<size_t>(p)][static_cast<size_t>(t)].get() : nullptr, ContextParallel{p, pcp},
+          pcp > 1 ? cp_comms[static_cast<size_t>(t)][static_cast<size_t>(p)].get() : nullptr));
+  const std::string tp_kind = tp > 1 ? std::string(tp_comms[0][0]->kind()) : "none";
+  const std::string cp_kind = pcp > 1 ? std::string(cp_comms[0][0]->kind()) : "none";
+  std::fprintf(stderr, "cuda group: tp %d (%s collectives) × pcp %d (%s collectives)%s\n", tp, tp_kind.c_str(), pcp,
+               cp_kind.c_str(), shared || pcp > 1 ? " (no decode graphs: ranks share a GPU or pcp > 1)" : "");
+  parallel::CommunicatorGroup all;
+  for (auto* groups : {&tp_comms, &cp_comms})
+    for (auto& g : *groups)
+      for (auto& c : g) all.push_back(std::move(c));
+  return std::make_unique<GroupBackend>(std::move(ranks), std::move(all));
 }
 
 }  // namespace sy

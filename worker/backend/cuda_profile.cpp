@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <stdexcept>
 
 #include "common/check.h"
 #include "kernels/cuda/delay.cuh"
@@ -67,6 +68,7 @@ class EventTrail {
 }  // namespace
 
 StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
+  if (cp_) throw std::logic_error("profile_step: not built for a context-parallel rank");
   const cuda::ProgrammaticLaunch pdl(programmatic_launch_);
   StepProfile out;
   const std::string bad = plan.validate(block_size_, num_blocks_, config_.vocab);

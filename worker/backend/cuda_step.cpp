@@ -1,5 +1,6 @@
 // One step on the cuda backend: the decoder's description (worker/model/decoder.h) as
 // kernel launches, the same in a decode graph and in an eager step.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -12,6 +13,7 @@
 #include "kernels/cuda/rope_kv.cuh"
 #include "kernels/cuda/silu_mul.cuh"
 #include "worker/backend/cuda_backend.h"
+#include "worker/backend/cuda_context_attention.h"
 #include "worker/model/decoder.h"
 #include "worker/model/observed_ops.h"
 #include "worker/parallel/communicator.h"
@@ -22,7 +24,9 @@ using bf16 = __nv_bfloat16;
 
 // The decoder's ops (worker/model/decoder.h) as kernel launches on stream_, over the
 // step buffers: x_ (fp32 residual), delta_, h_ (bf16), qkv_, attn_, gate_up_, act_. Shapes
-// are this rank's (its heads and FFN width; the whole model for one rank).
+// are this rank's (its heads and FFN width; the whole model for one rank). A
+// context-parallel rank's buffers hold its own rows only, possibly none in a step: its
+// ops then launch nothing, and it still joins the context-parallel collectives.
 class CudaBackend::LayerOps : public DecoderOps {
  public:
   LayerOps(CudaBackend& b, const Step& step) : b_(b), step_(step), c_(b.local_), T_(step.tokens) {
@@ -61,6 +65,7 @@ class CudaBackend::LayerOps : public DecoderOps {
   }
 
   void embed() override {
+    if (T_ == 0) return;
     cuda::GatherRowsArgs emb;
     emb.table = b_.weights_.embedding;
     emb.table_rows = b_.comm_ ? b_.shape_.vocab : c_.vocab;
@@ -78,6 +83,7 @@ class CudaBackend::LayerOps : public DecoderOps {
   void attention_norm(int l) override { norm(layer(l).attn_norm, l > 0, "attention norm"); }
 
   void qkv_projection(int l) override {
+    if (T_ == 0) return;
     const CudaLayerWeights& L = layer(l);
     auto* qkv = b_.qkv_.as<bf16>();
     b_.check(b_.linear_.run(L.wqkv, b_.h_.as<bf16>(), T_, qkv, cuda::GemmOut::kBF16, b_.stream_), "QKV projection");
@@ -91,6 +97,7 @@ class CudaBackend::LayerOps : public DecoderOps {
   void rope_and_cache(int l) override {
     a_.k_cache = b_.kv_.as<bf16>() + b_.layer_kv_elements_ * 2 * static_cast<size_t>(l);
     a_.v_cache = a_.k_cache + b_.layer_kv_elements_;
+    if (T_ == 0) return;
     if (decode_kernels_) {
       b_.check(cuda::rope_write_kv({a_, b_.qkv_.as<bf16>(), c_.rope_dim, c_.rope_layout, b_.weights_.rope_inv_freq}, b_.stream_),
                "RoPE + KV cache write");
@@ -100,17 +107,21 @@ class CudaBackend::LayerOps : public DecoderOps {
                          positions_, b_.weights_.rope_inv_freq},
                         b_.stream_),
              "RoPE");
-    b_.check(cuda::write_kv_cache(a_, b_.stream_), "KV cache write");
+    // A context-parallel rank stores its home blocks' keys in attention(), from every rank's rows.
+    if (!b_.cp_) b_.check(cuda::write_kv_cache(a_, b_.stream_), "KV cache write");
   }
 
   void attention(int) override {
-    if (decode_kernels_)
+    if (b_.cp_)
+      b_.cp_->run(b_.qkv_.as<bf16>(), a_.k_cache, a_.v_cache, b_.attn_.as<bf16>());
+    else if (decode_kernels_)
       b_.check(cuda::paged_decode_attention(a_, splits_, b_.stream_), "decode attention");
     else
       b_.check(cuda::paged_prefill_attention(a_, step_.max_q_len, step_.max_context, b_.stream_), "prefill attention");
   }
 
   void output_projection(int l) override {
+    if (T_ == 0) return;
     b_.check(b_.linear_.run(layer(l).wo, b_.attn_.as<bf16>(), T_, b_.delta_.as<float>(), cuda::GemmOut::kF32, b_.stream_),
              "output projection");
   }
@@ -118,6 +129,7 @@ class CudaBackend::LayerOps : public DecoderOps {
   void mlp_norm(int l) override { norm(layer(l).ffn_norm, true, "MLP norm"); }
 
   void gate_up(int l) override {
+    if (T_ == 0) return;
     const CudaLayerWeights& L = layer(l);
     auto* h = b_.h_.as<bf16>();
     auto* gate_up = b_.gate_up_.as<bf16>();
@@ -127,13 +139,17 @@ class CudaBackend::LayerOps : public DecoderOps {
   }
 
   void down_projection(int l) override {
+    if (T_ == 0) return;
     b_.check(b_.linear_.run(layer(l).w_down, b_.act_.as<bf16>(), T_, b_.delta_.as<float>(), cuda::GemmOut::kF32, b_.stream_),
              "down projection");
   }
 
   // The row-parallel partial sums of every rank, summed on the stream (captured into the
-  // decode graphs like any kernel).
-  void all_reduce_delta() override { all_reduce(b_.delta_.as<float>(), "all-reduce"); }
+  // decode graphs like any kernel). The ranks of a tensor-parallel group run the same
+  // rows, so a context-parallel group with none skips it on all of them.
+  void all_reduce_delta() override {
+    if (T_ > 0) all_reduce(b_.delta_.as<float>(), "all-reduce");
+  }
 
   // Every row (the LM head then reads the rows it needs).
   void final_norm() override { norm(b_.weights_.output_norm, c_.n_layers > 0, "final norm"); }
@@ -148,6 +164,7 @@ class CudaBackend::LayerOps : public DecoderOps {
   }
   // h = norm(x (+= delta)).
   void norm(const float* weight, bool add, const char* what) {
+    if (T_ == 0) return;
     b_.check(cuda::add_rms_norm({b_.x_.as<float>(), add ? b_.delta_.as<float>() : nullptr, weight, b_.h_.as<bf16>(), T_, c_.hidden,
                                  c_.rms_eps},
                                 b_.stream_),
@@ -171,6 +188,24 @@ void CudaBackend::enqueue_layers(const Step& step, const std::function<void(cons
   if (!after_op) return run_decoder(ops, config_.n_layers, /*tensor_parallel=*/comm_ != nullptr);
   ObservedOps observed(ops, *after_op);
   run_decoder(observed, config_.n_layers, /*tensor_parallel=*/comm_ != nullptr);
+}
+
+CudaBackend::Step CudaBackend::prepare_context_step(const BatchPlan& plan) {
+  check(cudaSetDevice(device_), "selecting the device");
+  cp_->plan(plan);
+  BatchPlan own;  // the rank's rows; only tokens, positions and the logits rows are read
+  for (const int32_t t : cp_->own_plan_rows()) {
+    own.token_ids.push_back(plan.token_ids[static_cast<size_t>(t)]);
+    own.positions.push_back(plan.positions[static_cast<size_t>(t)]);
+  }
+  for (const int32_t t : plan.logits_rows) own.logits_rows.push_back(cp_->gathered_row(t));
+  // The collectives send padded_rows() rows from qkv_ and h_; the plan arrays hold the
+  // logits rows in a token-capacity slot.
+  ensure_capacity(std::max({cp_->own_rows(), cp_->padded_rows(), static_cast<int32_t>(plan.logits_rows.size())}), 0);
+  upload_plan(own);
+  Step step;
+  step.tokens = cp_->own_rows();
+  return step;
 }
 
 // logits_ = rows · this rank's LM head (its vocabulary rows under tensor parallelism).

@@ -32,8 +32,8 @@ const char kUsage[] =
     "             does not set them, e.g. '{\"enable_thinking\": false}')\n"
     "             [--device cpu|cuda[:N]]  (cuda: without a KV flag, 90% of the free device memory)\n"
     "             [--tp N]  (tensor-parallel ranks; cpu: threads of this process)\n"
-    "             [--pcp N]  (context-parallel ranks, cpu only: the prompt split over N × tp\n"
-    "             ranks, each holding 1/N of the KV; KV flags are per rank)\n"
+    "             [--pcp N]  (context-parallel ranks: the prompt split over N × tp ranks, each\n"
+    "             holding 1/N of the KV; KV flags are per rank; cuda: one device per rank)\n"
     "             [--numerics auto|deterministic|fast]  (batch-invariant or fastest kernels; auto:\n"
     "             the backend's default, cpu deterministic, cuda fast; docs/NUMERICS.md)\n";
 

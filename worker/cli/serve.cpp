@@ -82,9 +82,9 @@ int run_serve(const std::vector<std::string>& argv) {
       throw UsageError("--chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'");
   }
   WorkerServer api(engine, tmpl, wo);
-  // switchyard_gpu_* for this worker's GPUs (one per tensor-parallel rank), through NVML
+  // switchyard_gpu_* for this worker's GPUs (one per rank), through NVML
   // where the driver has it.
-  if (const std::string gpus = start_worker_gpu_metrics(api.metrics(), a.get_or("device", "cpu"), f.tp);
+  if (const std::string gpus = start_worker_gpu_metrics(api.metrics(), a.get_or("device", "cpu"), f.tp * f.pcp);
       !gpus.empty())
     std::fprintf(stderr, "%s\n", gpus.c_str());
 

@@ -66,15 +66,6 @@ std::string render_chat(const ModelSource& src, const Tokenizer& tok, const std:
 
 }  // namespace
 
-int run_chat(const std::vector<std::string>& argv) {
-  Args a(argv, {"model", "messages"}, {"no-thinking"});
-  auto src = ModelSource::open(a.get("model"));
-  auto tok = Tokenizer::from_model(*src);
-  const std::string text = render_chat(*src, *tok, a.get("messages"), a.has("no-thinking"));
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  return 0;
-}
-
 int run_eval(const std::vector<std::string>& argv) {
   Args a(argv, {"model", "prompt-ids", "logits-out", "device", "block-size", "kv-blocks", "numerics", "tp", "pcp"}, {"last-only"});
   const std::vector<int32_t> ids = parse_id_list(a.get("prompt-ids"));

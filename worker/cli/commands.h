@@ -9,7 +9,6 @@
 namespace sy::cli {
 
 int run_tokenize(const std::vector<std::string>& args);
-int run_chat(const std::vector<std::string>& args);
 int run_chat_prompt(const std::vector<std::string>& args);  // chat_command.cpp: the `chat` command
 int run_eval(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);

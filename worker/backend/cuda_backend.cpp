@@ -215,7 +215,7 @@ void CudaBackend::ensure_capacity(int32_t tokens, size_t indices) {
 void CudaBackend::upload_plan(const BatchPlan& plan) {
   const PlanLayout p = plan_layout();
   auto put = [&](size_t offset, const std::vector<int32_t>& v) {
-    std::memcpy(plan_host_ + offset, v.data(), v.size() * sizeof(int32_t));
+    if (!v.empty()) std::memcpy(plan_host_ + offset, v.data(), v.size() * sizeof(int32_t));
   };
   put(p.tokens, plan.token_ids);
   put(p.positions, plan.positions);

@@ -19,6 +19,7 @@
 #include "common/http/server_limits.h"
 #include "common/http/server_metrics.h"
 #include "gateway/dashboard.h"
+#include "gateway/worker_scrape.h"
 #include "policy/block_hash.h"
 
 namespace sy::gateway {
@@ -59,6 +60,7 @@ Gateway::Gateway(FleetConfig config)
       core_strand_(boost::asio::make_strand(ioc_)),
       drain_timer_(core_strand_),
       metrics_timer_(core_strand_),
+      history_timer_(core_strand_),
       signals_(ioc_, SIGTERM, SIGINT),
       key_limits_(std::make_shared<KeyLimits>(config_)),
       cors_(config_.cors.allow_origins) {
@@ -71,6 +73,9 @@ Gateway::Gateway(FleetConfig config)
   so.log = log_line;
   supervisor_ = std::make_shared<Supervisor>(core_strand_, so);
   supervisor_->on_change = [this](const ReplicaInfo& r) { on_replica_change(r); };
+  startup_power_ = std::make_unique<StartupPower>(config_, log_line);
+  if (startup_power_->enabled()) supervisor_->start_gate = [this] { return startup_power_->may_start(); };
+  history_ = std::make_unique<History>(core_->clock());
   ctx_ = std::make_shared<ProxyContext>();
   ctx_->core = core_;
   ctx_->random = std::make_shared<policy::SplitMixRandom>(std::random_device{}());
@@ -131,6 +136,7 @@ void Gateway::add_admin_routes(http::Router& r) {
   };
   r.add(http::Verb::get, "/admin/status", guarded(&Gateway::handle_status));
   r.add(http::Verb::get, "/admin/events", guarded(&Gateway::handle_events));
+  r.add(http::Verb::get, "/admin/history", guarded(&Gateway::handle_history));
   r.add(http::Verb::post, "/admin/mode", guarded(&Gateway::handle_mode));
   r.add(http::Verb::get, "/metrics", guarded(&Gateway::handle_metrics));
   // The page holds no data (its own API calls carry the admin key), and a browser
@@ -181,59 +187,6 @@ void Gateway::handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex) {
   RequestIo io{exchange_client(ex, h, *tokenizer_, req), upstream_connect(ex->executor()), steady_alarm(ex->executor(), core_->clock())};
   auto proxy = std::make_shared<ProxyRequest>(ctx_, std::move(io), std::move(req), std::move(ids), std::move(h), priority, key, id);
   proxy->start();
-}
-
-nlohmann::json Gateway::status_json() const {
-  nlohmann::json replicas = nlohmann::json::array();
-  const Fleet& fleet = core_->fleet();
-  for (size_t i = 0; i < fleet.size(); ++i) {
-    const ReplicaInfo& r = fleet.info(i);
-    const ReplicaLoad& l = fleet.load(i);
-    replicas.push_back({{"id", r.id},
-                        {"state", replica_phase_name(r.phase)},
-                        {"pid", r.pid},
-                        {"url", r.port ? r.url() : ""},
-                        {"boot_id", r.boot_id},
-                        {"devices", r.devices},
-                        {"tp", r.tp},
-                        {"pcp", r.pcp},
-                        {"started_at", r.started_at},
-                        {"ready_at", r.ready_at},
-                        {"restarts", r.restarts},
-                        {"load", {{"in_flight", l.in_flight}, {"capacity", r.max_num_seqs}, {"pending_prefill_tokens", l.pending_prefill_tokens},
-                                  {"worker_running", l.worker_running}, {"worker_waiting", l.worker_waiting}}},
-                        {"kv", {{"blocks_used", l.kv_blocks_used}, {"blocks_total", l.kv_blocks_total}}},
-                        {"requests_total", l.requests_total},
-                        {"hit_rate", l.prompt_tokens_total > 0 ? static_cast<double>(l.cached_tokens_total) / static_cast<double>(l.prompt_tokens_total) : 0.0},
-                        {"prefill_s_per_token", l.prefill_s_per_token},
-                        {"kv_events_connected", l.events_connected},
-                        {"ejected", fleet.ejected(i)},
-                        {"ejections", l.ejections_total}});
-  }
-  const auto& c = core_->counters();
-  const auto& q = core_->queue();
-  return {{"mode", mode_},
-          {"switching", switching_},
-          {"last_switch", last_switch_},
-          {"modes", [&] {
-             nlohmann::json m = nlohmann::json::array();
-             for (const auto& [name, mc] : config_.modes) m.push_back(name);
-             return m;
-           }()},
-          {"model", config_.served_model_name},
-          {"router", core_->router_name()},
-          {"replicas", replicas},
-          {"queues", {{"interactive", q.size(PriorityClass::kInteractive)}, {"standard", q.size(PriorityClass::kStandard)}, {"batch", q.size(PriorityClass::kBatch)}}},
-          {"in_flight", core_->in_flight()},
-          {"counters", {{"requests", c.requests_total}, {"completed", c.completed}, {"failed", c.failed}, {"cancelled", c.cancelled},
-                        {"rejected_queue_full", c.rejected_queue_full}, {"rejected_no_replica", c.rejected_no_replica},
-                        {"retries", c.retries}, {"retries_denied", c.retries_denied}, {"failure_events", c.failure_events}, {"hedges", c.hedges},
-                        {"hedges_won", c.hedges_won}, {"hedges_denied", c.hedges_denied}, {"stalls", c.stalls},
-                        {"output_tokens", c.output_tokens}, {"prompt_tokens", c.prompt_tokens}, {"cached_tokens", c.cached_tokens}}},
-          {"latency", {{"ttft_p50", core_->ttft().percentile(0.5)}, {"ttft_p90", core_->ttft().percentile(0.9)}, {"ttft_p99", core_->ttft().percentile(0.99)},
-                       {"itl_p50", core_->itl().percentile(0.5)}, {"itl_p90", core_->itl().percentile(0.9)}, {"itl_p99", core_->itl().percentile(0.99)}}},
-          {"prefix_hit_rate", c.prompt_tokens > 0 ? static_cast<double>(c.cached_tokens) / static_cast<double>(c.prompt_tokens) : 0.0},
-          {"time", epoch_now()}};
 }
 
 void Gateway::handle_status(std::shared_ptr<http::Exchange> ex) {
@@ -320,6 +273,7 @@ void Gateway::switch_mode(const std::string& mode) {
   const std::string from = mode_;
   log_line("mode switch " + from + " → " + mode + ": draining");
   publish_event({{"type", "mode"}, {"phase", "draining"}, {"from", from}, {"to", mode}});
+  history_->mark("mode", from + " → " + mode + ": draining");
   core_->set_paused(true);
   supervisor_->mark_draining();
   wait_drained([this, mode, from] {
@@ -345,6 +299,10 @@ void Gateway::wait_drained(std::function<void()> then) {
 
 void Gateway::on_replica_change(const ReplicaInfo& r) {
   core_->fleet().on_replica_change(r);
+  startup_power_->on_replica_change(r);
+  if (r.phase == ReplicaPhase::kRestarting) history_->mark("restart", r.id + " restarting (" + std::to_string(r.restarts) + ")");
+  if (r.phase == ReplicaPhase::kStarting) history_->mark("start", r.id + " starting");
+  if (r.phase == ReplicaPhase::kReady) history_->mark("ready", r.id + " ready");
   publish_event({{"type", "replica"}, {"id", r.id}, {"state", replica_phase_name(r.phase)}, {"pid", r.pid}, {"restarts", r.restarts}});
   if (switching_ && supervisor_->mode() == mode_) {
     bool all_ready = true;
@@ -356,46 +314,56 @@ void Gateway::on_replica_change(const ReplicaInfo& r) {
       last_switch_["seconds"] = now - switch_started_;
       log_line("mode switch to " + mode_ + " done in " + std::to_string(now - switch_started_) + " s");
       publish_event({{"type", "mode"}, {"phase", "done"}, {"to", mode_}, {"seconds", now - switch_started_}});
+      history_->mark("mode", "now " + mode_);
+      if (controller_) controller_->switch_done(mode_ == "latency" ? policy::FleetMode::kLatency : policy::FleetMode::kThroughput, now - switch_started_);
     }
   }
   core_->dispatch();
 }
 
-// Each worker's /metrics gives the dashboard its KV use and queue lengths.
+// Each worker's /metrics gives the dashboard its KV use, queue lengths and GPUs.
 void Gateway::poll_worker_metrics() {
   const Fleet& fleet = core_->fleet();
   for (size_t i = 0; i < fleet.size(); ++i) {
     const ReplicaInfo& r = fleet.info(i);
-    if (r.phase != ReplicaPhase::kReady) continue;
+    if (r.phase != ReplicaPhase::kReady) {
+      gpu_table_.forget(r.id);
+      continue;
+    }
     UpstreamRequest req;
     req.host = r.host;
     req.port = r.port;
     req.target = "/metrics";
-    fetch(core_strand_, req, [this, i, boot = r.boot_id](int status, std::string body) {
+    fetch(core_strand_, req, [this, i, id = r.id, boot = r.boot_id](int status, std::string body) {
       if (status != 200) return;
-      auto value = [&](const char* name) -> int64_t {
-        const std::string key = std::string(name) + " ";
-        const size_t at = body.find("\n" + key);
-        if (at == std::string::npos) return 0;
-        return static_cast<int64_t>(std::atof(body.c_str() + at + 1 + key.size()));
-      };
-      core_->fleet().set_worker_stats(i, boot, value("switchyard_worker_kv_blocks_used"), value("switchyard_worker_kv_blocks_capacity"),
-                                      value("switchyard_worker_requests_running"), value("switchyard_worker_requests_waiting"));
+      WorkerScrape w = parse_worker_metrics(body);
+      core_->fleet().set_worker_stats(i, boot, w.kv_blocks_used, w.kv_blocks_total, w.requests_running, w.requests_waiting);
+      if (i < core_->fleet().size() && core_->fleet().info(i).boot_id == boot) gpu_table_.update(id, std::move(w.gpus), core_->clock()->now_s());
     });
   }
-  // The optional mode controller watches the same 2 s rhythm: requests in flight plus
-  // queued is the load it compares with its thresholds.
-  if (controller_ && !switching_) {
-    const double load = static_cast<double>(core_->in_flight() + static_cast<int64_t>(core_->queue().size()));
-    if (auto want = controller_->observe(load)) {
+  // The optional mode controller watches the same 2 s rhythm: the load (requests in
+  // flight plus queued), the fleet's output rate since the last poll and one user's
+  // decode speed are what it learns each mode's numbers from (policy/mode_controller.h).
+  const double now_s = core_->clock()->now_s();
+  const int64_t tokens = core_->counters().output_tokens;
+  if (controller_ && !switching_ && controller_polled_s_ > 0 && now_s > controller_polled_s_) {
+    policy::ModeSample sample;
+    sample.queued = static_cast<double>(core_->queue().size());
+    sample.load = static_cast<double>(core_->in_flight()) + sample.queued;
+    sample.aggregate_tok_s = static_cast<double>(tokens - controller_tokens_) / (now_s - controller_polled_s_);
+    const double itl = core_->itl().percentile(0.5);
+    sample.user_tok_s = itl > 0 ? 1 / itl : 0;
+    if (auto want = controller_->observe(sample)) {
       const std::string name = policy::fleet_mode_name(*want);
       if (config_.modes.count(name) && name != mode_) {
-        log_line("mode controller: load " + std::to_string(load) + " → " + name);
+        log_line("mode controller: load " + std::to_string(sample.load) + " → " + name + " (" + controller_->reason() + ")");
         controller_->switched(*want);
         switch_mode(name);
       }
     }
   }
+  controller_polled_s_ = now_s;
+  controller_tokens_ = tokens;
   metrics_timer_.expires_after(std::chrono::seconds(2));
   metrics_timer_.async_wait([this](boost::system::error_code ec) {
     if (!ec) poll_worker_metrics();
@@ -414,6 +382,7 @@ void Gateway::shutdown(int signal) {
     // Queued requests have no worker coming for them soon: refuse them now.
     core_->reject_queued(ApiError::unavailable("the gateway is shutting down", "shutting_down"));
     metrics_timer_.cancel();
+    history_timer_.cancel();
     auto deadline = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                                     std::chrono::duration<double>(config_.shutdown.drain_grace_s)));
     auto finish = [this] {
@@ -490,6 +459,7 @@ int Gateway::run() {
     core_->fleet().reset(static_cast<size_t>(config_.modes.at(mode_).replicas));
     supervisor_->start(config_.modes.at(mode_));
     poll_worker_metrics();
+    record_history();
   });
   signals_.async_wait([this](boost::system::error_code ec, int sig) {
     if (!ec) shutdown(sig);

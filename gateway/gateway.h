@@ -24,8 +24,11 @@
 #include "common/protocol/openai.h"
 #include "gateway/core.h"
 #include "gateway/cors.h"
+#include "gateway/gpu_table.h"
+#include "gateway/history.h"
 #include "gateway/key_limits.h"
 #include "gateway/proxy_request.h"
+#include "gateway/startup_power.h"
 #include "gateway/supervisor.h"
 #include "policy/mode_controller.h"
 
@@ -55,6 +58,7 @@ class Gateway {
   void handle_events(std::shared_ptr<http::Exchange> ex);
   void handle_mode(std::shared_ptr<http::Exchange> ex);
   void handle_metrics(std::shared_ptr<http::Exchange> ex);
+  void handle_history(std::shared_ptr<http::Exchange> ex);
   void register_counters();
 
   // Core strand.
@@ -64,6 +68,7 @@ class Gateway {
   void switch_mode(const std::string& mode);
   void wait_drained(std::function<void()> then);
   void poll_worker_metrics();
+  void record_history();  // a point now, and again in History::kIntervalS
   void shutdown(int signal);
 
   FleetConfig config_;
@@ -90,10 +95,16 @@ class Gateway {
   std::vector<std::shared_ptr<http::Exchange>> event_subscribers_;
   boost::asio::steady_timer drain_timer_;
   boost::asio::steady_timer metrics_timer_;
+  boost::asio::steady_timer history_timer_;
   boost::asio::signal_set signals_;
   double switch_started_ = 0;
   policy::SteadyClock clock_;
+  GpuTable gpu_table_;  // the workers' GPUs from their /metrics, by uuid
+  std::unique_ptr<History> history_;  // on core_'s clock
+  std::unique_ptr<StartupPower> startup_power_;  // the power-aware stagger; reads NVML when enabled
   std::unique_ptr<policy::ModeController> controller_;  // when replicas.yaml enables it
+  double controller_polled_s_ = 0;  // the controller's last sample: when, on core_'s clock,
+  int64_t controller_tokens_ = 0;   // and the output tokens counted then
   std::shared_ptr<KeyLimits> key_limits_;  // per-key rate and concurrency limits
   Cors cors_;
 };

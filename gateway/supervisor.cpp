@@ -115,6 +115,13 @@ void Supervisor::pump() {
       });
       return;
     }
+    if (start_gate && !start_gate()) {
+      pump_timer_.expires_after(kGateRecheck);
+      pump_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec) self->pump();
+      });
+      return;
+    }
     const int index = start_queue_.front();
     start_queue_.pop_front();
     spawn(index);

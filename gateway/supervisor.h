@@ -5,7 +5,8 @@
 // listens on the port") plus `stagger_s`, because loading several models at once has
 // tripped power supplies. Each worker runs in its own process group, dies with the
 // gateway (PR_SET_PDEATHSIG), and is restarted with exponential backoff when it crashes
-// or does not become ready in time. Teardown signals whole process groups.
+// or does not become ready in time. Teardown signals whole process groups. An optional
+// start gate (the power-aware stagger, gateway/startup_power.h) may hold a spawn back.
 //
 // All methods run on the executor given at construction (one strand); callbacks too.
 #pragma once
@@ -74,6 +75,10 @@ class Supervisor : public std::enable_shared_from_this<Supervisor> {
 
   // Called after every phase change of a replica.
   std::function<void(const ReplicaInfo&)> on_change;
+  // Asked before each spawn (first start or restart) once pacing allows it: false defers
+  // the spawn, asked again every kGateRecheck (the power-aware stagger). None: always.
+  std::function<bool()> start_gate;
+  static constexpr std::chrono::milliseconds kGateRecheck{250};
 
  private:
   struct Proc;

@@ -20,6 +20,7 @@
 #include "common/model_identity.h"
 #include "common/model_limits.h"
 #include "common/model_source.h"
+#include "common/telemetry/gpu_metrics.h"
 #include "common/tokenizer/tokenizer.h"
 #include "policy/block_hash.h"
 
@@ -30,9 +31,11 @@ const char kUsage[] =
     "    [--max-num-seqs 16] [--kv-blocks N | --kv-memory-gb X] [--prefill-chunk 256]\n"
     "    [--block-size 16] [--served-model-name NAME] [--http-threads 1] [--no-prefix-caching]\n"
     "    [--device D] [--ttft-ms 10] [--prefill-us-per-token 100] [--itl-ms 10] [--jitter 0]\n"
-    "    [--ready-delay-ms 0]\n"
+    "    [--ready-delay-ms 0] [--gpu-bus-ids A,B --nvml PATH]\n"
     "M is a GGUF file or Hugging Face directory: only its tokenizer and metadata are read.\n"
-    "Without --kv-blocks the cache holds 8192 blocks (--kv-memory-gb is accepted, not used).\n";
+    "Without --kv-blocks the cache holds 8192 blocks (--kv-memory-gb is accepted, not used).\n"
+    "--gpu-bus-ids: report these GPUs' switchyard_gpu_* series on /metrics, read through the\n"
+    "NVML library at --nvml (default libnvidia-ml.so.1; tests pass a test double).\n";
 
 constexpr int32_t kDefaultKvBlocks = 8192;
 
@@ -46,7 +49,7 @@ double non_negative(const sy::cli::Args& a, const char* name, double fallback, d
 int run(const std::vector<std::string>& argv) {
   using namespace sy;
   std::set<std::string> valued = cli::serve_flag_names();
-  valued.insert({"device", "ttft-ms", "prefill-us-per-token", "itl-ms", "jitter", "ready-delay-ms"});
+  valued.insert({"device", "ttft-ms", "prefill-us-per-token", "itl-ms", "jitter", "ready-delay-ms", "gpu-bus-ids", "nvml"});
   const cli::Args a(argv, valued, {"no-prefix-caching"});
   const cli::ServeFlags f = cli::read_serve_flags(a);
   sim::SimTiming timing;
@@ -77,6 +80,18 @@ int run(const std::vector<std::string>& argv) {
       std::min<int64_t>(so.limits.context_length, int64_t{eo.kv_blocks} * eo.block_size));
   so.ready_delay = std::chrono::milliseconds(static_cast<int64_t>(std::llround(ready_delay_ms)));
   sim::SimServer api(engine, *tok, chat_template_or_null(*src, tok->bos_token(), tok->eos_token()), tokens, timing, so);
+  // Simulated GPUs: the series of real ones (named by bus id), so that the gateway's
+  // telemetry and power rules are tested against workers that report GPUs.
+  if (a.has("gpu-bus-ids")) {
+    std::vector<GpuDevice> gpus;
+    std::string list = a.get_or("gpu-bus-ids", "");
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      if (comma > at) gpus.push_back({static_cast<int>(gpus.size()), list.substr(at, comma - at)});
+      at = comma + 1;
+    }
+    std::fprintf(stderr, "%s\n", start_gpu_metrics(api.metrics(), gpus, a.get_or("nvml", NvmlLibrary::kDefaultPath)).c_str());
+  }
   std::fprintf(stderr, "simulated %s: %zu word tokens; %d KV blocks of %d tokens; fingerprint %016llx\n",
                f.model.c_str(), tokens.size(), eo.kv_blocks, eo.block_size,
                static_cast<unsigned long long>(eo.model_fingerprint));

@@ -39,6 +39,7 @@ class SimServer {
             const TokenSource& tokens, SimTiming timing, SimServerOptions options);
 
   http::Router router();
+  MetricsRegistry& metrics() { return metrics_; }  // served at /metrics
   // Before the HTTP threads stop: /ready turns 503, new requests get 503, event streams
   // end and live requests end with an `aborted` error event.
   void shutdown();

@@ -92,7 +92,8 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
   Reader r(label);
   FleetConfig c;
   r.only(root, "", {"model", "served_model_name", "listen", "admin_listen", "devices", "modes", "default_mode", "worker", "startup", "shutdown",
-                   "routing", "resilience", "queues", "limits", "api_keys", "admin_key", "cors", "mode_controller"});
+                   "routing", "resilience", "queues", "limits", "api_keys", "admin_key", "cors", "mode_controller",
+                   "nvml_library"});
   r.get(root, "model", "", c.model);
   r.get(root, "served_model_name", "", c.served_model_name);
   r.get(root, "listen", "", c.listen);
@@ -133,7 +134,10 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
     r.get(w, "extra_args", "worker.", c.worker.extra_args);
   }
   if (const YAML::Node s = root["startup"]) {
-    r.only(s, "startup.", {"stagger_s", "max_parallel_loads", "ready_timeout_s", "restart_backoff_initial_s", "restart_backoff_max_s"});
+    r.only(s, "startup.", {"stagger_s", "max_parallel_loads", "ready_timeout_s", "restart_backoff_initial_s", "restart_backoff_max_s",
+                           "max_power_w", "power_gpus"});
+    r.get(s, "max_power_w", "startup.", c.startup.max_power_w);
+    r.get(s, "power_gpus", "startup.", c.startup.power_gpus);
     r.get(s, "stagger_s", "startup.", c.startup.stagger_s);
     r.get(s, "max_parallel_loads", "startup.", c.startup.max_parallel_loads);
     r.get(s, "ready_timeout_s", "startup.", c.startup.ready_timeout_s);
@@ -198,6 +202,7 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
     r.get(s, "allow_origins", "cors.", c.cors.allow_origins);
   }
   r.get(root, "mode_controller", "", c.mode_controller);
+  r.get(root, "nvml_library", "", c.nvml_library);
   if (c.served_model_name.empty()) c.served_model_name = std::filesystem::path(c.model).stem().string();
   c.validate(label);
   return c;
@@ -260,6 +265,12 @@ void FleetConfig::validate(const std::string& label) const {
       shutdown.worker_stop_grace_s > 86400)
     fail("shutdown", "drain_grace_s and worker_stop_grace_s between 0 and 86400");
   if (startup.stagger_s < 0 || startup.max_parallel_loads < 1 || !(startup.ready_timeout_s > 0)) fail("startup", "stagger_s >= 0, max_parallel_loads >= 1, ready_timeout_s > 0");
+  if (!(startup.max_power_w >= 0)) fail("startup.max_power_w", "must be >= 0 (0: off)");
+  if (startup.max_power_w > 0 && cpu && startup.power_gpus.empty())
+    fail("startup.power_gpus", "max_power_w needs GPUs to measure: the devices are cpu, so list the GPUs whose draw counts");
+  for (const auto& g : startup.power_gpus)
+    if (g.empty() || (g.find(':') == std::string::npos && g.find_first_not_of("0123456789") != std::string::npos))
+      fail("startup.power_gpus", "'" + g + "' is neither an NVML index (0, 1, ...) nor a PCI bus id (0000:3B:00.0)");
   if (routing.policy != "prefix" && routing.policy != "round_robin" && routing.policy != "least_loaded")
     fail("routing.policy", "must be prefix, round_robin or least_loaded");
   if (!(routing.load_bound >= 1.0)) fail("routing.load_bound", "must be >= 1");

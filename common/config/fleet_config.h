@@ -44,6 +44,12 @@ struct StartupConfig {
   double ready_timeout_s = 300.0;
   double restart_backoff_initial_s = 1.0;
   double restart_backoff_max_s = 30.0;
+  // Power-aware stagger (0: off): the next worker starts only when the GPUs' measured draw
+  // plus the largest load spike measured so far is within this (policy/power_stagger.h).
+  double max_power_w = 0;
+  // The GPUs whose draw counts: NVML indexes ("0") or PCI bus ids ("0000:3B:00.0").
+  // Empty: the fleet's devices, as NVML indexes.
+  std::vector<std::string> power_gpus;
 };
 
 // SIGTERM: requests in flight get drain_grace_s to finish (or migrate); then the workers
@@ -134,6 +140,7 @@ struct FleetConfig {
   std::string admin_key;  // empty: admin routes need no key (then admin_listen must be loopback)
   CorsConfig cors;
   bool mode_controller = false;
+  std::string nvml_library = "libnvidia-ml.so.1";  // what the gateway opens for startup.max_power_w
 
   // Loads and validates; throws std::runtime_error naming the file, the field and the
   // problem. Relative paths in the file (model, worker.binary) are resolved against the

@@ -29,9 +29,10 @@ GpuTelemetry::GpuTelemetry(std::shared_ptr<const NvmlLibrary> nvml,
   const nvml::Api& api = nvml_->api();
   for (const GpuDevice& d : devices) {
     nvmlDevice_t handle = nullptr;
-    if (const nvmlReturn_t rc = api.handle_by_pci_bus_id(d.pci_bus_id.c_str(), &handle);
-        rc != nvml::kSuccess) {
-      log("gpu " + std::to_string(d.ordinal) + " (" + d.pci_bus_id +
+    const nvmlReturn_t rc = d.pci_bus_id.empty() ? api.handle_by_index(static_cast<unsigned>(d.ordinal), &handle)
+                                                 : api.handle_by_pci_bus_id(d.pci_bus_id.c_str(), &handle);
+    if (rc != nvml::kSuccess) {
+      log("gpu " + std::to_string(d.ordinal) + " (" + (d.pci_bus_id.empty() ? "NVML index" : d.pci_bus_id) +
           "): not in NVML, no telemetry for it: " + nvml_->describe(rc));
       continue;
     }

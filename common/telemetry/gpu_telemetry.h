@@ -21,7 +21,10 @@ namespace sy {
 // A GPU to watch: how this process names it (the CUDA ordinal) and where it sits.
 struct GpuDevice {
   int ordinal = 0;
-  std::string pci_bus_id;  // "0000:3B:00.0", as cudaDeviceGetPCIBusId writes it
+  // "0000:3B:00.0", as cudaDeviceGetPCIBusId writes it. Empty: `ordinal` is NVML's index
+  // (PCI bus order; CUDA's own order where CUDA_DEVICE_ORDER=PCI_BUS_ID or the GPUs are
+  // alike), for a process without CUDA such as the gateway.
+  std::string pci_bus_id;
 };
 
 // A watched GPU as NVML knows it.

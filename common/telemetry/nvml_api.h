@@ -33,6 +33,7 @@ using InitFn = nvmlReturn_t (*)();
 using ShutdownFn = nvmlReturn_t (*)();
 using ErrorStringFn = const char* (*)(nvmlReturn_t);
 using HandleByPciBusIdFn = nvmlReturn_t (*)(const char* bus_id, nvmlDevice_t* device);
+using HandleByIndexFn = nvmlReturn_t (*)(unsigned int index, nvmlDevice_t* device);
 using StringFn = nvmlReturn_t (*)(nvmlDevice_t device, char* out, unsigned int length);
 using UintFn = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* out);
 using MemoryInfoFn = nvmlReturn_t (*)(nvmlDevice_t device, nvmlMemory_t* out);
@@ -45,6 +46,7 @@ struct Api {
   ShutdownFn shutdown = nullptr;                   // nvmlShutdown
   ErrorStringFn error_string = nullptr;            // nvmlErrorString
   HandleByPciBusIdFn handle_by_pci_bus_id = nullptr;  // nvmlDeviceGetHandleByPciBusId_v2
+  HandleByIndexFn handle_by_index = nullptr;       // nvmlDeviceGetHandleByIndex_v2 (NVML's order: PCI bus)
   StringFn uuid = nullptr;                         // nvmlDeviceGetUUID
   StringFn name = nullptr;                         // nvmlDeviceGetName
   UintFn power_usage = nullptr;                    // nvmlDeviceGetPowerUsage, milliwatts

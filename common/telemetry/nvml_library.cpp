@@ -41,6 +41,7 @@ NvmlLibrary::Opened NvmlLibrary::open(const std::string& path) {
   resolve(handle, "nvmlShutdown", api.shutdown, missing);
   resolve(handle, "nvmlErrorString", api.error_string, missing);
   resolve(handle, "nvmlDeviceGetHandleByPciBusId_v2", api.handle_by_pci_bus_id, missing);
+  resolve(handle, "nvmlDeviceGetHandleByIndex_v2", api.handle_by_index, missing);
   resolve(handle, "nvmlDeviceGetUUID", api.uuid, missing);
   resolve(handle, "nvmlDeviceGetName", api.name, missing);
   resolve(handle, "nvmlDeviceGetPowerUsage", api.power_usage, missing);

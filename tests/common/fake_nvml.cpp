@@ -4,6 +4,7 @@
 #include "tests/common/fake_nvml.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace {
@@ -71,6 +72,12 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, nvmlDevice_t* 
   return 6;  // NVML_ERROR_NOT_FOUND
 }
 
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  if (index >= sizeof g_state.gpus / sizeof g_state.gpus[0]) return 2;  // NVML_ERROR_INVALID_ARGUMENT
+  *device = reinterpret_cast<nvmlDevice_t>(&g_state.gpus[index]);
+  return 0;
+}
+
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* out, unsigned int n) { return copy_string(gpu(d)->uuid, out, n); }
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* out, unsigned int n) { return copy_string(gpu(d)->name, out, n); }
 
@@ -78,6 +85,15 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int* mw) {
   ++g_state.power_reads;
   if (gpu(d)->power_result != 0) return gpu(d)->power_result;
   *mw = gpu(d)->power_mw;
+  // Scripted power for a process a test cannot reach into (a gateway that opened this
+  // library): GPU 0 draws the milliwatts written in $FAKE_NVML_POWER_FILE, read afresh.
+  if (const char* path = std::getenv("FAKE_NVML_POWER_FILE"); path && d == reinterpret_cast<nvmlDevice_t>(&g_state.gpus[0])) {
+    if (FILE* f = std::fopen(path, "r")) {
+      unsigned int v = 0;
+      if (std::fscanf(f, "%u", &v) == 1) *mw = v;
+      std::fclose(f);
+    }
+  }
   return 0;
 }
 

@@ -1,7 +1,9 @@
 // A test double of the driver's libnvidia-ml.so.1 (tests/common/fake_nvml.cpp, built as a
 // shared library): nvml_api.h's entry points over two GPUs with canned readings. A test
 // opens it by path, as production opens the real one, and sets the readings through
-// the state that the exported fake_nvml_state() returns.
+// the state that the exported fake_nvml_state() returns. A process a test cannot reach
+// into (a gateway) gets GPU 0's power from the file $FAKE_NVML_POWER_FILE names
+// (milliwatts, read at every nvmlDeviceGetPowerUsage).
 #pragma once
 
 #include "common/telemetry/nvml_api.h"

@@ -7,7 +7,6 @@
 #include <map>
 
 #include "policy/hedge_budget.h"
-#include "policy/mode_controller.h"
 
 namespace sy::policy {
 namespace {
@@ -109,30 +108,6 @@ TEST(HedgeBudget, AllowsAboutRatioTimesRequestsWhenEverythingFails) {
   }
   EXPECT_LE(extra, 0.1 * 1000 + 6);  // the initial half bucket plus 10 %
   EXPECT_GE(extra, 0.1 * 1000 - 1);
-}
-
-TEST(ModeController, NeedsSustainedLoadDwellAndHysteresis) {
-  ManualClock clock;
-  ModeControllerOptions o;
-  o.to_throughput_above = 8;
-  o.to_latency_below = 2;
-  o.sustain_s = 30;
-  o.min_dwell_s = 120;
-  ModeController c(o, clock, FleetMode::kLatency);
-  clock.advance(200);
-  EXPECT_FALSE(c.observe(20));
-  clock.advance(20);
-  EXPECT_FALSE(c.observe(5)) << "load between the thresholds resets the timer";
-  EXPECT_FALSE(c.observe(20));
-  clock.advance(31);
-  EXPECT_EQ(c.observe(20), FleetMode::kThroughput);
-  c.switched(FleetMode::kThroughput);
-  clock.advance(60);
-  EXPECT_FALSE(c.observe(0));
-  clock.advance(40);
-  EXPECT_FALSE(c.observe(0)) << "sustained 40 s but dwell of 120 s not reached";
-  clock.advance(25);
-  EXPECT_EQ(c.observe(0), FleetMode::kLatency);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/constrain/tool_constraint.h"
 #include "common/model_identity.h"
 #include "common/model_limits.h"
 #include "common/model_source.h"
@@ -179,6 +180,8 @@ void Gateway::handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex) {
   ChatOutputSpec output;  // how the reply is read (reasoning, tool calls); the responder parses it here
   if (auto e = prompt_ids_for(req, *tokenizer_, chat_template_.get(), ids, &output)) return ex->respond_error(*e);
   if (auto e = check_prompt(ids, limits_, req)) return ex->respond_error(*e);
+  Json constraint;  // checked here so that a schema the mask cannot enforce is a 400 before routing
+  if (auto e = constrain::tool_constraint_spec(req, output, constraint)) return ex->respond_error(*e);
   const uint64_t id = next_id_++;
   std::ostringstream rid;
   rid << (kind == ApiKind::kChatCompletion ? "chatcmpl-" : "cmpl-") << std::hex << ::getpid() << "g" << id;

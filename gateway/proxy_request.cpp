@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 #include <limits>
 
+#include "common/constrain/tool_constraint.h"
 #include "policy/block_hash.h"
 
 namespace sy::gateway {
@@ -95,6 +96,7 @@ void ProxyRequest::start_attempt(const AttemptPtr& a) {
   g.resume_ids = generated_;
   g.sampling = request_.sampling;
   g.priority = priority_;
+  constrain::tool_constraint_spec(request_, header_.output, g.constraint);  // checked by the gateway already
   UpstreamRequest req;
   req.host = a->info.host;
   req.port = a->info.port;

@@ -64,11 +64,12 @@ class Compiler {
     out = it->get<int64_t>();
     return true;
   }
-  bool only_for(const Json& s, const std::string& type, const std::vector<std::string>& keys, const std::string& where) {
+  // Keywords of another type are refused (a string's maxItems would be silently ignored);
+  // a list of types takes each type's keywords.
+  bool only_for(const Json& s, const std::string& type, const std::string& where) {
     static const std::vector<std::pair<std::string, std::string>> owner = {
         {"properties", "object"}, {"required", "object"}, {"additionalProperties", "object"}, {"items", "array"},
         {"minItems", "array"},    {"maxItems", "array"},  {"minLength", "string"},           {"maxLength", "string"}};
-    (void)keys;
     for (const auto& [k, t] : owner)
       if (s.contains(k) && t != type && !(s["type"].is_array()))
         return fail(where, "'" + k + "' applies to type \"" + t + "\", not \"" + type + "\""), false;
@@ -76,7 +77,7 @@ class Compiler {
   }
 
   std::optional<int32_t> typed(const Json& s, const std::string& type, const std::string& where, int depth) {
-    if (!only_for(s, type, {}, where)) return std::nullopt;
+    if (!only_for(s, type, where)) return std::nullopt;
     SchemaNode n;
     if (type == "object") return object(s, where, depth);
     if (type == "array") {

@@ -58,6 +58,10 @@ std::optional<ApiError> parse_internal_generate(std::string_view body,
   if (const Json* p = r.find("priority"); p && r.ok()) {
     if (auto e = parse_priority_value(*p, "priority", out.priority)) r.fail(e->message, "priority");
   }
+  if (const Json* c = r.find("constraint"); c && r.ok()) {
+    if (!c->is_object() && !c->is_null()) r.fail("'constraint' must be an object", "constraint");
+    else out.constraint = *c;
+  }
   if (!r.ok()) return r.error();
   if (const std::string bad = out.sampling.validate(); !bad.empty())
     return ApiError::bad_request(bad, sampling_error_field(bad));
@@ -109,6 +113,7 @@ std::string internal_generate_body(const InternalGenerateRequest& r) {
   j["skip_special_tokens"] = s.skip_special_tokens;
   j["logprobs"] = s.logprobs;
   j["priority"] = r.priority;
+  if (!r.constraint.is_null()) j["constraint"] = r.constraint;
   return dump_json(j);
 }
 

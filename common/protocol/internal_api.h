@@ -25,6 +25,8 @@ struct InternalGenerateRequest {
   std::vector<int32_t> resume_ids;  // generated before, elsewhere: continued, not re-sent
   SamplingParams sampling;          // max_tokens counts resume_ids; logprobs -1 = none
   int32_t priority = kPriorityStandard;
+  // A tool-call constraint spec (common/constrain/tool_constraint.h), opaque here; null: none.
+  Json constraint = nullptr;
 };
 
 // Body checks only; ids against the vocabulary and lengths against the context are the

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/check.h"
+#include "common/constrain/token_mask.h"
 #include "worker/engine/block_allocator.h"
 #include "common/kv_cache/kv_cache_manager.h"
 #include "worker/engine/output_processor.h"
@@ -44,6 +45,41 @@ class Engine::Impl {
   std::vector<float> logits;
   std::vector<RowSampling> rows;
   std::vector<int32_t> ids;
+  // Constrained decoding: the vocabulary index is built on the first constrained request
+  // (once per engine; it reads only the tokenizer), the masker reuses its scratch.
+  std::unique_ptr<constrain::VocabIndex> vocab_index;
+  std::unique_ptr<constrain::TokenMasker> masker;
+  std::vector<int32_t> allowed;
+  std::vector<float> masked;
+
+  constrain::TokenMasker& token_masker() {
+    if (!masker) {
+      vocab_index = std::make_unique<constrain::VocabIndex>(*engine.tokenizer_);
+      masker = std::make_unique<constrain::TokenMasker>(*vocab_index);
+    }
+    return *masker;
+  }
+
+  // The row's logits with every token the grammar refuses at -inf; false when none is
+  // allowed (the grammar always leaves a byte to write, so this is a bug, not an input).
+  bool mask_row(Sequence& s, std::span<const float> row) {
+    token_masker().allowed_tokens(*s.request.grammar, *s.grammar_state, allowed);
+    masked.assign(row.size(), -INFINITY);
+    bool any = false;
+    for (int32_t id : allowed)
+      if (id >= 0 && static_cast<size_t>(id) < row.size()) masked[static_cast<size_t>(id)] = row[static_cast<size_t>(id)], any = true;
+    return any;
+  }
+
+  // Ends a running sequence with kError (it is dropped by the caller).
+  void fail_sequence(Sequence& s, const std::string& why) {
+    FinishEvent f;
+    f.reason = FinishReason::kError;
+    f.error = why;
+    f.prompt_tokens = s.prompt_len;
+    f.completion_tokens = s.num_generated();
+    if (s.request.sink) s.request.sink->on_finish(std::move(f));
+  }
 
   void fail(EngineRequest& r, std::string why) {
     FinishEvent f;
@@ -71,6 +107,12 @@ class Engine::Impl {
     s->tokens = s->request.prompt_ids;
     s->prompt_len = static_cast<int32_t>(s->tokens.size());
     s->tokens.insert(s->tokens.end(), s->request.resume_ids.begin(), s->request.resume_ids.end());
+    if (s->request.grammar) {
+      s->grammar_state = s->request.grammar->initial();
+      for (int32_t id : s->request.resume_ids)
+        if (!token_masker().advance(*s->request.grammar, *s->grammar_state, id))
+          return fail(s->request, "the resumed tokens do not follow the tool-call constraint");
+    }
     output.resume(*s);
     engine.stats_.prompt_tokens_total += s->prompt_len;
     if (s->num_generated() >= s->request.sampling.max_tokens) {
@@ -116,7 +158,7 @@ class Engine::Impl {
       if (!e.sample) continue;
       const SamplingParams& p = e.seq->request.sampling;
       on_device = on_device && p.logprobs < 0 && p.repetition_penalty == 1.0f &&
-                  p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f;
+                  p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f && !e.seq->request.grammar;
       rows.push_back({p.temperature, p.top_k, p.top_p, p.min_p,
                       sampling_uniform(e.seq->seed, e.seq->num_generated())});
     }
@@ -137,12 +179,27 @@ class Engine::Impl {
       if (on_device) {
         r.id = ids[row];
       } else {
-        const std::span<const float> row_logits(logits.data() + row * static_cast<size_t>(vocab), static_cast<size_t>(vocab));
+        std::span<const float> row_logits(logits.data() + row * static_cast<size_t>(vocab), static_cast<size_t>(vocab));
+        if (s->grammar_state) {
+          if (!mask_row(*s, row_logits)) {
+            ++row;
+            fail_sequence(*s, "constrained decoding: no token of the vocabulary continues the tool call");
+            finished.push_back(s);
+            continue;
+          }
+          row_logits = masked;
+        }
         const std::span<const int32_t> context(s->tokens);
         r = sample_token(row_logits, s->request.sampling, s->seed, s->num_generated(), context,
                          context.subspan(static_cast<size_t>(s->prompt_len)));
       }
       ++row;
+      if (s->grammar_state && !engine.tokenizer_->is_stop(r.id) &&
+          !token_masker().advance(*s->request.grammar, *s->grammar_state, r.id)) {
+        fail_sequence(*s, "constrained decoding: token " + std::to_string(r.id) + " does not continue the tool call");
+        finished.push_back(s);
+        continue;
+      }
       if (output.add_token(*s, r, engine.stats_, engine.latency_)) finished.push_back(s);
     }
     for (Sequence* s : finished) drop(s);

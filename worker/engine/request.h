@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/constrain/tool_grammar.h"
 #include "common/protocol/sampling_params.h"
 
 namespace sy {
@@ -49,6 +50,9 @@ struct EngineRequest {
   std::vector<int32_t> resume_ids;  // generated elsewhere already: continued, not re-sent
   SamplingParams sampling;
   int32_t priority = kPriorityStandard;  // lower is more urgent
+  // Constrained decoding (tool_choice "required" or a named function): every sampled token
+  // keeps the output a prefix of a well-formed call; null: unconstrained.
+  std::shared_ptr<const constrain::ToolGrammar> grammar;
   std::shared_ptr<RequestSink> sink;
 };
 

@@ -29,6 +29,7 @@ struct Sequence {
   int32_t registered_blocks = 0;       // leading blocks whose hash is registered in the cache
   int32_t cached_tokens = -1;          // prefix-cache hit at first admission; -1 before
   bool running = false;
+  std::optional<constrain::GrammarState> grammar_state;  // where request.grammar is set
 
   // Output state.
   IncrementalDecoder decoder;

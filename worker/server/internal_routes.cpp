@@ -3,6 +3,7 @@
 // Wire formats: common/protocol/internal_api.h and docs/PROTOCOL.md.
 #include <boost/asio/post.hpp>
 
+#include "common/constrain/tool_constraint.h"
 #include "common/protocol/internal_api.h"
 #include "worker/server/routes.h"
 
@@ -83,6 +84,8 @@ void handle_internal_generate(std::shared_ptr<WorkerServer::Shared> s,
   if (auto e = parse_internal_generate(ex->request().body(), req)) return ex->respond_error(*e);
   if (!s->admit(*ex)) return;
   if (auto e = check_internal_generate(req, s->limits)) return ex->respond_error(*e);
+  std::shared_ptr<const constrain::ToolGrammar> grammar;
+  if (auto e = constrain::compile_constraint(req.constraint, grammar)) return ex->respond_error(*e);
   if (!s->claim_id(req.request_id))
     return ex->respond_error(ApiError{409, "invalid_request_error",
                                       "request_id '" + echo_input(req.request_id) + "' is already running",
@@ -98,6 +101,7 @@ void handle_internal_generate(std::shared_ptr<WorkerServer::Shared> s,
   er.resume_ids = std::move(req.resume_ids);
   er.sampling = std::move(req.sampling);
   er.priority = req.priority;
+  er.grammar = std::move(grammar);
   er.sink = std::move(sink);
   s->engine.submit(std::move(er));
 }

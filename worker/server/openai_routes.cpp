@@ -3,6 +3,7 @@
 // the engine's events into OpenAI responses (one body, or SSE chunks then [DONE]).
 #include <boost/asio/post.hpp>
 
+#include "common/constrain/tool_constraint.h"
 #include "common/http/openai_intake.h"
 #include "common/http/openai_responder.h"
 #include "common/protocol/prompt.h"
@@ -79,6 +80,9 @@ void handle_openai(std::shared_ptr<WorkerServer::Shared> s, ApiKind kind,
   if (auto e = prompt_ids_for(req, s->engine.tokenizer(), s->chat_template.get(), ids, &output))
     return ex->respond_error(*e);
   if (auto e = check_prompt(ids, s->limits, req)) return ex->respond_error(*e);
+  Json constraint;  // tool_choice "required" or a named function: the output is masked to a call
+  std::shared_ptr<const constrain::ToolGrammar> grammar;
+  if (auto e = constrain::tool_constraint_spec(req, output, constraint, &grammar)) return ex->respond_error(*e);
 
   ResponseHeader header{kind, http::new_response_id(chat ? "chatcmpl-" : "cmpl-"),
                         req.model.empty() ? s->options.model_names.at(0) : req.model, unix_now()};
@@ -92,6 +96,7 @@ void handle_openai(std::shared_ptr<WorkerServer::Shared> s, ApiKind kind,
   er.prompt_ids = std::move(ids);
   er.sampling = req.sampling;
   er.priority = priority;
+  er.grammar = std::move(grammar);
   er.sink = std::move(sink);
   s->engine.submit(std::move(er));
 }

@@ -178,6 +178,8 @@ void Gateway::handle_openai(ApiKind kind, std::shared_ptr<http::Exchange> ex) {
   if (auto e = request_priority(req, header, priority)) return ex->respond_error(*e);
   std::vector<int32_t> ids;
   ChatOutputSpec output;  // how the reply is read (reasoning, tool calls); the responder parses it here
+  if (kind == ApiKind::kChatCompletion)  // the fleet's default template variables, under the request's own
+    apply_default_template_kwargs(Json::parse(config_.chat_template_kwargs, nullptr, false), req);
   if (auto e = prompt_ids_for(req, *tokenizer_, chat_template_.get(), ids, &output)) return ex->respond_error(*e);
   if (auto e = check_prompt(ids, limits_, req)) return ex->respond_error(*e);
   Json constraint;  // checked here so that a schema the mask cannot enforce is a 400 before routing

@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -80,6 +82,32 @@ void read_api_keys(const Reader& r, const YAML::Node& keys, FleetConfig& c) {
   }
 }
 
+// A YAML value as JSON: plain scalars read as YAML 1.2's core schema does (null, true /
+// false, integers, floats), quoted ones as strings.
+nlohmann::json yaml_to_json(const YAML::Node& n) {
+  if (n.IsMap()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& v : n) a.push_back(yaml_to_json(v));
+    return a;
+  }
+  if (!n.IsScalar()) return nullptr;
+  const std::string s = n.Scalar();
+  if (n.Tag() == "!") return s;  // quoted
+  if (s == "~" || s == "null" || s == "Null" || s == "NULL" || s.empty()) return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  int64_t i = 0;
+  if (YAML::convert<int64_t>::decode(n, i) && s.find_first_of(".eE") == std::string::npos) return i;
+  double d = 0;
+  if (YAML::convert<double>::decode(n, d)) return d;
+  return s;
+}
+
 }  // namespace
 
 FleetConfig FleetConfig::parse(const std::string& text, const std::string& label) {
@@ -92,7 +120,7 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
   Reader r(label);
   FleetConfig c;
   r.only(root, "", {"model", "served_model_name", "listen", "admin_listen", "devices", "modes", "default_mode", "worker", "startup", "shutdown",
-                   "routing", "resilience", "queues", "limits", "api_keys", "admin_key", "cors", "mode_controller",
+                   "routing", "resilience", "queues", "limits", "api_keys", "admin_key", "cors", "mode_controller", "chat_template_kwargs",
                    "nvml_library"});
   r.get(root, "model", "", c.model);
   r.get(root, "served_model_name", "", c.served_model_name);
@@ -202,6 +230,10 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
     r.get(s, "allow_origins", "cors.", c.cors.allow_origins);
   }
   r.get(root, "mode_controller", "", c.mode_controller);
+  if (const YAML::Node kw = root["chat_template_kwargs"]) {
+    if (!kw.IsMap()) r.fail("chat_template_kwargs", "must be a mapping of template variables");
+    c.chat_template_kwargs = yaml_to_json(kw).dump();
+  }
   r.get(root, "nvml_library", "", c.nvml_library);
   if (c.served_model_name.empty()) c.served_model_name = std::filesystem::path(c.model).stem().string();
   c.validate(label);

@@ -140,6 +140,9 @@ struct FleetConfig {
   std::string admin_key;  // empty: admin routes need no key (then admin_listen must be loopback)
   CorsConfig cors;
   bool mode_controller = false;
+  // Template variables every chat request gets unless it sets them itself in its own
+  // chat_template_kwargs (e.g. {"enable_thinking": false}): a JSON object, as text.
+  std::string chat_template_kwargs = "{}";
   std::string nvml_library = "libnvidia-ml.so.1";  // what the gateway opens for startup.max_power_w
 
   // Loads and validates; throws std::runtime_error naming the file, the field and the

@@ -85,6 +85,17 @@ limits: {header_timeout_s: 1.5, write_timeout_s: 2, max_stream_buffer_bytes: 655
   EXPECT_EQ(c.limits.body_timeout_s, 30.0);
 }
 
+// chat_template_kwargs: a YAML mapping kept as JSON, scalars typed as YAML reads them.
+TEST(FleetConfig, ChatTemplateKwargsAreJson) {
+  const std::string base = "model: m.gguf\nmodes: {throughput: {replicas: 1}}\n";
+  EXPECT_EQ(FleetConfig::parse(base, "t").chat_template_kwargs, "{}");
+  const FleetConfig c = FleetConfig::parse(
+      base + "chat_template_kwargs: {enable_thinking: false, depth: 3, ratio: 0.5, name: \"x\", quoted: \"true\", none: ~, list: [1, a]}\n", "t");
+  EXPECT_EQ(c.chat_template_kwargs,
+            R"({"depth":3,"enable_thinking":false,"list":[1,"a"],"name":"x","none":null,"quoted":"true","ratio":0.5})");
+  EXPECT_NE(error_of(base + "chat_template_kwargs: [1]\n").find("chat_template_kwargs: must be a mapping"), std::string::npos);
+}
+
 TEST(FleetConfig, LoopbackHosts) {
   for (const char* h : {"127.0.0.1", "127.1.2.3", "localhost", "::1"}) EXPECT_TRUE(is_loopback_host(h)) << h;
   for (const char* h : {"0.0.0.0", "10.0.0.1", "::", "128.0.0.1", "127.example.com", "", "example.com"})

@@ -3,14 +3,16 @@
 // "required" gives a schema-valid call every time, over seeds, temperatures, streaming
 // and parallel_tool_calls; a named function is always the one called; "none" calls
 // nothing; "auto" never shows tag text as content; a schema the mask cannot enforce is a
-// 400; seeded and greedy requests repeat token for token. Arguments are checked by
-// tests/common/json_schema_check.h, which shares no code with the engine.
+// 400; seeded and greedy requests repeat token for token; Llama 3.1's JSON format on the
+// Llama 3 fixture. Arguments are checked by tests/common/json_schema_check.h, which
+// shares no code with the engine.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "common/json_schema_check.h"
+#include "fixture_edit.h"
 #include "fixture_util.h"
 #include "worker_process.h"
 
@@ -139,7 +141,9 @@ TEST_F(ConstrainedCallsTest, RequiredGivesSchemaValidCallsEveryTime) {
     if (why.empty()) {
       ++valid;
       calls += static_cast<int>(r.message["tool_calls"].size());
-      if (!parallel) EXPECT_EQ(r.message["tool_calls"].size(), 1u) << r.message;
+      if (!parallel) {
+        EXPECT_EQ(r.message["tool_calls"].size(), 1u) << r.message;
+      }
     }
   }
   EXPECT_EQ(valid, 100);
@@ -153,7 +157,9 @@ TEST_F(ConstrainedCallsTest, NamedChoiceAlwaysCallsThatFunction) {
                  {"tool_choice", {{"type", "function"}, {"function", {{"name", name}}}}}};
     const Reply r = chat(port(), body, i % 3 == 0);
     EXPECT_EQ(check_calls(r, name), "") << r.message;
-    if (r.status == 200) EXPECT_EQ(r.message["tool_calls"].size(), 1u);
+    if (r.status == 200) {
+      EXPECT_EQ(r.message["tool_calls"].size(), 1u);
+    }
   }
 }
 
@@ -191,6 +197,48 @@ TEST_F(ConstrainedCallsTest, UnsupportedSchemaIs400) {
   EXPECT_NE(h.body.find("'pattern' is not supported"), std::string::npos) << h.body;
   // Without constraint (auto) the same schema is the model's to read.
   EXPECT_EQ(post_json(port(), "/v1/chat/completions", {{"messages", user()}, {"tools", t}, {"max_tokens", 2}}).status, 200);
+}
+
+// Llama 3.1's tool prompt, cut to what decides the format: tools as JSON, calls answered
+// as {"name": …, "parameters": …} (the fixture's own template renders no tools).
+constexpr const char* kLlama31Template = R"({{- bos_token }}{%- if tools %}<|start_header_id|>system<|end_header_id|>
+
+Given the following functions, respond with a JSON for a function call with its proper arguments that best answers the given prompt.
+
+Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}. Do not use variables.
+
+{% for t in tools %}{{ t | tojson }}
+
+{% endfor %}<|eot_id|>{%- endif %}{%- for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>
+
+{{ m.content }}<|eot_id|>{%- endfor %}{%- if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>
+
+{% endif %})";
+
+// Llama 3.1's JSON calls on the Llama 3 fixture (128,256 tokens) given that template.
+TEST(ConstrainedCallsLlama, RequiredGivesSchemaValidJsonCalls) {
+  const std::string model = edited_fixture("llama3-tiny-bf16.gguf", "llama31-tools.gguf", [](const gguf::KeyValue& kv, gguf::Writer& w) {
+    if (kv.key != "tokenizer.chat_template") return false;
+    w.set_string(kv.key, kLlama31Template);
+    return true;
+  }, keep_tensor);
+  std::vector<std::string> args = {"--model", model, "--kv-blocks", "256"};
+  if (const char* d = std::getenv("SY_TEST_WORKER_DEVICE")) args.insert(args.end(), {"--device", d});
+  WorkerProcess w(args);
+  ASSERT_NE(w.port(), 0);
+  for (int i = 0; i < 600 && http_request(w.port(), "GET", "/ready").status != 200; ++i) std::this_thread::sleep_for(50ms);
+  int valid = 0;
+  for (int i = 0; i < 20; ++i) {
+    json body = {{"messages", user()}, {"tools", tools()}, {"tool_choice", "required"}, {"max_tokens", 600},
+                 {"temperature", i % 2 ? 1.0 : 0.0}, {"seed", i}, {"parallel_tool_calls", false}};
+    const Reply r = chat(w.port(), body, i % 3 == 0);
+    const std::string why = check_calls(r);
+    EXPECT_EQ(why, "") << "request " << i << ": " << r.message.dump();
+    valid += why.empty();
+  }
+  EXPECT_EQ(valid, 20);
+  EXPECT_EQ(w.terminate(), 0);
+  std::remove(model.c_str());
 }
 
 }  // namespace

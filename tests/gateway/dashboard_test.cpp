@@ -7,10 +7,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -71,6 +76,81 @@ int count_of(const std::string& hay, const std::string& needle) {
   return n;
 }
 
+// The text of the cell `data-field="field"` in the row with `row_attribute`, tags
+// stripped.
+std::string cell_text(const std::string& dom, const std::string& row_attribute, const std::string& field) {
+  const size_t row = dom.find(row_attribute);
+  if (row == std::string::npos) return "<no row " + row_attribute + ">";
+  const size_t at = dom.find("data-field=\"" + field + "\"", row);
+  if (at == std::string::npos) return "<no cell " + field + ">";
+  const size_t begin = dom.find('>', at) + 1;
+  const size_t end = std::min(dom.find("</td>", begin), dom.find("</th>", begin));
+  std::string out;
+  bool in_tag = false;
+  for (size_t i = begin; i < end && i < dom.size(); ++i) {
+    if (dom[i] == '<') in_tag = true;
+    else if (dom[i] == '>') in_tag = false;
+    else if (!in_tag) out += dom[i];
+  }
+  return out;
+}
+
+// The markup of the chart figure `id` (from its start tag to </figure>).
+std::string chart_of(const std::string& dom, const std::string& id) {
+  const size_t at = dom.find("id=\"chart-" + id + "\"");
+  if (at == std::string::npos) return {};
+  return dom.substr(at, dom.find("</figure>", at) - at);
+}
+
+// The polylines of a chart: each's data-series and its points as (x, y).
+struct Polyline {
+  std::string series;
+  std::vector<std::pair<double, double>> points;
+};
+std::vector<Polyline> polylines(const std::string& chart) {
+  std::vector<Polyline> out;
+  const std::regex tag(R"re(<polyline ([^>]*)>)re"), points(R"re(points="([^"]*)")re"), series(R"re(data-series="([^"]*)")re");
+  for (auto it = std::sregex_iterator(chart.begin(), chart.end(), tag); it != std::sregex_iterator(); ++it) {
+    const std::string attrs = (*it)[1];
+    Polyline p;
+    std::smatch m;
+    if (std::regex_search(attrs, m, series)) p.series = m[1];
+    if (std::regex_search(attrs, m, points)) {
+      std::istringstream in(m[1].str());
+      std::string pair;
+      while (in >> pair) {
+        const size_t comma = pair.find(',');
+        if (comma != std::string::npos) p.points.emplace_back(std::stod(pair.substr(0, comma)), std::stod(pair.substr(comma + 1)));
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// Every chart drew lines inside its 600×100 box, and `tok-s` one that moves.
+void expect_charts_drawn(const std::string& dom, size_t min_points) {
+  for (const char* id : {"tok-s", "ttft", "itl", "queues", "hit-rate", "power"}) {
+    const std::string chart = chart_of(dom, id);
+    ASSERT_FALSE(chart.empty()) << "no chart " << id;
+    const auto lines = polylines(chart);
+    ASSERT_FALSE(lines.empty()) << "chart " << id << " drew no line:\n" << chart.substr(0, 600);
+    for (const Polyline& l : lines) {
+      EXPECT_FALSE(l.series.empty()) << id;
+      EXPECT_GE(l.points.size(), 2u) << id << " " << l.series;
+      for (const auto& [x, y] : l.points) {
+        EXPECT_GE(x, 0) << id;
+        EXPECT_LE(x, 600) << id;
+        EXPECT_GE(y, 0) << id;
+        EXPECT_LE(y, 100) << id;
+      }
+    }
+    size_t most = 0;
+    for (const Polyline& l : lines) most = std::max(most, l.points.size());
+    EXPECT_GE(most, min_points) << id;
+  }
+}
+
 std::string dump_dom(const std::string& url) {
   const ChromiumRun run = chromium_dump_dom(url);
   EXPECT_FALSE(run.timed_out) << "chromium did not finish loading " << url;
@@ -79,12 +159,12 @@ std::string dump_dom(const std::string& url) {
   return run.out;
 }
 
-// A screenshot of `url` at 1280×900 into `path`, checked to be a real PNG of that size
-// with content (a blank page compresses to a few kilobytes).
-void check_screenshot(const std::string& url, const std::string& path) {
+// A screenshot of `url` at width×height into `path`, checked to be a real PNG of that
+// size with content (a blank page compresses to a few kilobytes).
+void check_screenshot(const std::string& url, const std::string& path, uint32_t width = 1280, uint32_t height = 900) {
   std::error_code ec;
   fs::remove(path, ec);
-  const ChromiumRun run = chromium_screenshot(url, path);
+  const ChromiumRun run = chromium_screenshot(url, path, 5000, std::to_string(width) + "," + std::to_string(height));
   ASSERT_FALSE(run.timed_out) << "chromium did not finish the screenshot of " << url;
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string png = read_text_file(path);
@@ -95,8 +175,8 @@ void check_screenshot(const std::string& url, const std::string& path) {
            (uint32_t(uint8_t(png[at + 2])) << 8) | uint32_t(uint8_t(png[at + 3]));
   };
   EXPECT_EQ(png.substr(12, 4), "IHDR");
-  EXPECT_EQ(be32(16), 1280u) << "width";
-  EXPECT_EQ(be32(20), 900u) << "height";
+  EXPECT_EQ(be32(16), width) << "width";
+  EXPECT_EQ(be32(20), height) << "height";
   EXPECT_GT(png.size(), 30u * 1024) << path << " is too small to show the dashboard";
   std::printf("dashboard screenshot: %s (%zu bytes)\n", path.c_str(), png.size());
 }
@@ -167,7 +247,52 @@ json fake_status(int polls, const std::vector<std::string>& states) {
             {"itl_p90", 0.0142},
             {"itl_p99", 0.031}}},
           {"prefix_hit_rate", 0.575},
+          {"gpus",
+           {{{"uuid", "GPU-aaaa"}, {"gpu", "0"}, {"name", "NVIDIA H200"}, {"pci_bus_id", "00000000:3B:00.0"},
+             {"replicas", {"r0", "r1"}}, {"power_watts", 412.4}, {"power_limit_watts", 700.0},
+             {"memory_used_bytes", 75161927680.0}, {"memory_total_bytes", 150754820096.0},
+             {"utilization_ratio", 0.87}, {"temperature_celsius", 63.0}},
+            {{"uuid", "GPU-bbbb"}, {"gpu", "1"}, {"name", "NVIDIA H200"}, {"pci_bus_id", "00000000:86:00.0"},
+             {"replicas", {"r2"}}, {"power_watts", nullptr}, {"power_limit_watts", 650.0},
+             {"memory_used_bytes", nullptr}, {"memory_total_bytes", nullptr},
+             {"utilization_ratio", nullptr}, {"temperature_celsius", nullptr}}}},
+          {"power", {{"watts", 412.4}}},
           {"time", t0 + polls}};
+}
+
+// Five minutes of one point a second, with a null stretch in the hit rate, two GPUs'
+// power and one event of each kind.
+json fake_history() {
+  json h = {{"interval_s", 1.0}, {"window_s", 900.0}};
+  std::map<std::string, json> cols;
+  const char* names[] = {"t", "tok_s", "ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "queue_interactive",
+                         "queue_standard", "queue_batch", "in_flight", "prefix_hit_rate", "power_watts"};
+  for (const char* n : names) cols[n] = json::array();
+  json a = json::array(), b = json::array();
+  for (int i = 0; i < 300; ++i) {
+    const double x = i / 20.0;
+    cols["t"].push_back(i - 300.0);
+    cols["tok_s"].push_back(400 + 150 * std::sin(x));
+    cols["ttft_p50"].push_back(0.04 + 0.01 * std::sin(x));
+    cols["ttft_p99"].push_back(0.2 + 0.05 * std::cos(x));
+    cols["itl_p50"].push_back(0.012);
+    cols["itl_p99"].push_back(0.03 + 0.01 * std::sin(2 * x));
+    cols["queue_interactive"].push_back(i % 7);
+    cols["queue_standard"].push_back(i % 13);
+    cols["queue_batch"].push_back(i / 10);
+    cols["in_flight"].push_back(8);
+    cols["prefix_hit_rate"].push_back(i >= 100 && i < 120 ? json(nullptr) : json(0.5 + 0.3 * std::sin(x)));
+    a.push_back(300 + 100 * std::sin(x));
+    b.push_back(i < 150 ? json(nullptr) : json(250.0));
+    cols["power_watts"].push_back(300 + 100 * std::sin(x) + (i < 150 ? 0 : 250));
+  }
+  for (auto& [n, c] : cols) h[n] = c;
+  h["gpu_power"] = {{"GPU-aaaa", a}, {"GPU-bbbb", b}};
+  h["events"] = {{{"t", -290.0}, {"kind", "start"}, {"text", "r0 starting"}},
+                 {{"t", -285.0}, {"kind", "ready"}, {"text", "r0 ready"}},
+                 {{"t", -200.0}, {"kind", "mode"}, {"text", "throughput → latency: draining"}},
+                 {{"t", -100.0}, {"kind", "restart"}, {"text", "r0 restarting (1)"}}};
+  return h;
 }
 
 // Serves the embedded page and, for the admin routes, `status` (or `failing_status`).
@@ -179,6 +304,7 @@ class FakeGateway {
         server_([this](const std::string& target) { return answer(target); }) {}
   std::string dashboard_url() const { return server_.url("/dashboard"); }
   int status_polls() const { return polls_; }
+  int history_polls() const { return history_polls_; }
 
  private:
   FakeReply answer(const std::string& target) {
@@ -188,6 +314,10 @@ class FakeGateway {
       return {failing_status_, "application/json", R"({"error":{"message":"no"}})"};
     if (target == "/admin/status")
       return {200, "application/json", fake_status(polls_++, states_).dump()};
+    if (target == "/admin/history") {
+      ++history_polls_;
+      return {200, "application/json", fake_history().dump()};
+    }
     if (target == "/admin/events")
       return {
           200, "text/event-stream",
@@ -203,6 +333,7 @@ class FakeGateway {
   std::vector<std::string> states_;
   int failing_status_;
   std::atomic<int> polls_{0};
+  std::atomic<int> history_polls_{0};
   FakeAdminServer server_;
 };
 
@@ -275,6 +406,51 @@ TEST(DashboardPage, ShowsAFleetFromStatus) {
   EXPECT_NE(dom.find("following /admin/events"), std::string::npos);
   EXPECT_NE(dom.find("r1 → ready (pid 4001), 1 restart"), std::string::npos);
   EXPECT_NE(dom.find("now throughput, switch took 40.0 s"), std::string::npos);
+}
+
+TEST(DashboardPage, ShowsEachGpuOnce) {
+  REQUIRE_CHROMIUM();
+  FakeGateway gw({"ready", "ready", "ready"});
+  const std::string dom = dump_dom(gw.dashboard_url());
+  EXPECT_EQ(count_of(dom, "<tr data-gpu="), 2);
+  const std::string a = "data-gpu=\"GPU-aaaa\"", b = "data-gpu=\"GPU-bbbb\"";
+  EXPECT_EQ(cell_text(dom, a, "gpu"), "NVIDIA H200 · 0");
+  EXPECT_EQ(cell_text(dom, a, "power"), "412 W / 700 W");
+  EXPECT_EQ(cell_text(dom, a, "memory"), "70.0 / 140.4 GiB");
+  EXPECT_EQ(cell_text(dom, a, "utilization"), "87%");
+  EXPECT_EQ(cell_text(dom, a, "temperature"), "63 °C");
+  EXPECT_EQ(cell_text(dom, a, "replicas"), "r0, r1");
+  EXPECT_EQ(cell_text(dom, b, "power"), "— / 650 W") << "no power sensor";
+  EXPECT_EQ(cell_text(dom, b, "utilization"), "—");
+  EXPECT_EQ(cell_text(dom, b, "temperature"), "—");
+  EXPECT_EQ(text_of(dom, "gpu-summary"), "· 2 GPUs, drawing 412 W");
+  EXPECT_EQ(dom.find("id=\"no-gpus\""), std::string::npos) << "the empty row is gone";
+}
+
+TEST(DashboardPage, DrawsHistoryCharts) {
+  REQUIRE_CHROMIUM();
+  FakeGateway gw({"ready", "ready"});
+  const std::string dom = dump_dom(gw.dashboard_url());
+  EXPECT_GE(gw.history_polls(), 1) << "the page should fetch /admin/history";
+  expect_charts_drawn(dom, 150);  // the hit rate: 100 and 180 points either side of its gap
+  // The hit rate's null stretch breaks its line in two; power: the fleet and each GPU.
+  EXPECT_EQ(polylines(chart_of(dom, "hit-rate")).size(), 2u);
+  std::set<std::string> power;
+  for (const Polyline& l : polylines(chart_of(dom, "power"))) power.insert(l.series);
+  EXPECT_EQ(power, (std::set<std::string>{"fleet", "GPU-aaaa", "GPU-bbbb"}));
+  // tok/s swings between 250 and 550 on a 0-based scale: its line moves.
+  double low = 100, high = 0;
+  for (const auto& [x, y] : polylines(chart_of(dom, "tok-s"))[0].points) low = std::min(low, y), high = std::max(high, y);
+  EXPECT_GT(high - low, 30) << "the tok/s line is flat";
+  // Each event is marked on every chart, at its time (x = 600 · (1 + t / 300)).
+  for (const char* id : {"tok-s", "queues", "power"}) {
+    const std::string chart = chart_of(dom, id);
+    for (const char* kind : {"mode", "restart", "start", "ready"})
+      EXPECT_NE(chart.find(std::string("data-event=\"") + kind + "\""), std::string::npos) << id << " has no " << kind << " mark";
+    EXPECT_NE(chart.find("x1=\"200.0\""), std::string::npos) << id << ": the mode switch 200 s ago sits at a third";
+  }
+  EXPECT_EQ(text_of(dom, "history-span"), "· last 5 min");
+  check_screenshot(gw.dashboard_url(), SY_TEST_OUTPUT_DIR "/dashboard-history-canned.png", 1280, 1400);
 }
 
 TEST(DashboardPage, ShowsAnEmptyFleet) {
@@ -448,6 +624,76 @@ TEST(DashboardGateway, ShowsTheLiveFleetOfARealGateway) {
   EXPECT_EQ(gw.terminate(), 0) << gw.log();
   EXPECT_EQ(gw.workers_left(), std::vector<pid_t>{})
       << "switchyard-worker processes outlived the gateway";
+}
+
+// A fleet of two simulated workers reporting the NVML test double's GPUs: after a mode
+// switch and some traffic, the page shows each GPU once and the history charts draw,
+// with the switch marked; the screenshot is the test's output.
+TEST(DashboardGateway, DrawsTheHistoryOfASimulatedGpuFleet) {
+  REQUIRE_CHROMIUM();
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  const std::string config = (dir.path / "replicas.yaml").string();
+  std::ofstream(config) << "model: " SY_FIXTURES_DIR "/qwen3-tiny-bf16.gguf\n"
+                        << "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\ndevices: [cpu]\n"
+                        << "modes:\n  throughput: {replicas: 2}\n  latency: {replicas: 1}\n"
+                        << "worker:\n  binary: " SY_BIN_DIR "/switchyard-simworker\n  kv_blocks: 512\n  max_num_seqs: 8\n"
+                        << "  extra_args: [--itl-ms, '5', --gpu-bus-ids, '00000000:3B:00.0,00000000:86:00.0', --nvml, '" SY_FAKE_NVML "']\n"
+                        << "startup: {stagger_s: 0, ready_timeout_s: 30}\n";
+  GatewayProcess gw(SY_BIN_DIR "/switchyard-gateway", {"--config", config}, (dir.path / "gateway.log").string());
+  ASSERT_NE(gw.port(), 0) << gw.log();
+  auto wait_for = [&](const std::function<bool(const json&)>& done) {
+    json s;
+    for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30); std::chrono::steady_clock::now() < deadline;) {
+      const HttpResult r = http_request(gw.admin_port(), "GET", "/admin/status");
+      if (r.status == 200) {
+        s = r.json();
+        for (const auto& rep : s["replicas"]) gw.remember_worker(rep.value("pid", 0));
+        if (done(s)) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "last status: " << s.dump() << "\n" << gw.log();
+    return false;
+  };
+  auto ready = [](const std::string& mode, size_t n) {
+    return [mode, n](const json& s) {
+      size_t up = 0;
+      for (const auto& r : s["replicas"]) up += r["state"] == "ready";
+      return s["mode"] == mode && !s["switching"].get<bool>() && up == n && s["replicas"].size() == n;
+    };
+  };
+  ASSERT_TRUE(wait_for(ready("throughput", 2)));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(post_json(gw.port(), "/v1/completions", {{"prompt", "before " + std::to_string(i)}, {"max_tokens", 16}}).status, 200);
+  EXPECT_EQ(http_request(gw.admin_port(), "POST", "/admin/mode", R"({"mode":"latency"})").status, 202);
+  ASSERT_TRUE(wait_for(ready("latency", 1)));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(post_json(gw.port(), "/v1/completions", {{"prompt", "after " + std::to_string(i)}, {"max_tokens", 16}}).status, 200);
+  ASSERT_TRUE(wait_for([](const json& s) { return s["gpus"].size() == 2; }));  // the next metrics poll
+  // ... and the history has GPU 0's power for its last three points (a line to draw).
+  for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    const json h = http_request(gw.admin_port(), "GET", "/admin/history").json();
+    const json& w = h["gpu_power"]["GPU-0b5e7c1a-1111-2222-3333-444455556666"];
+    if (w.is_array() && w.size() >= 3 && w[w.size() - 1].is_number() && w[w.size() - 2].is_number() && w[w.size() - 3].is_number()) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no power history for GPU 0: " << h.dump();
+  }
+
+  const std::string url = "http://127.0.0.1:" + std::to_string(gw.admin_port()) + "/dashboard";
+  const std::string dom = dump_dom(url);
+  check_screenshot(url, SY_TEST_OUTPUT_DIR "/dashboard-history.png", 1280, 1400);
+  EXPECT_EQ(count_of(dom, "<tr data-gpu="), 2) << "each GPU once, though both workers reported both";
+  const std::string gpu0 = "data-gpu=\"GPU-0b5e7c1a-1111-2222-3333-444455556666\"";
+  EXPECT_EQ(cell_text(dom, gpu0, "power"), "123 W / 700 W");
+  EXPECT_EQ(cell_text(dom, gpu0, "temperature"), "41 °C");
+  expect_charts_drawn(dom, 2);
+  for (const char* kind : {"mode", "start", "ready"})
+    EXPECT_NE(chart_of(dom, "tok-s").find(std::string("data-event=\"") + kind + "\""), std::string::npos) << "no " << kind << " mark";
+  bool gpu_power = false;
+  for (const Polyline& l : polylines(chart_of(dom, "power"))) gpu_power = gpu_power || l.series == "GPU-0b5e7c1a";
+  EXPECT_TRUE(gpu_power) << "GPU 0's power has no line";
+  EXPECT_EQ(gw.terminate(), 0) << gw.log();
+  EXPECT_EQ(gw.workers_left(), std::vector<pid_t>{});
 }
 
 }  // namespace

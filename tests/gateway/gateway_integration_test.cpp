@@ -1,6 +1,7 @@
 // The gateway with real workers on the fixture model, as operators run it: staggered
-// startup, prefix affinity, a worker killed under it, a mode switch under steady load
-// (two replicas of one rank to one replica of two tensor-parallel CPU ranks),
+// startup, prefix affinity, a worker killed under it, mode switches under steady greedy
+// load (two replicas of one rank to one replica of two tensor-parallel CPU ranks and
+// back, every stream equal to its undisturbed run),
 // bad requests, keys, and teardown that leaves no worker behind; workers inherit none of
 // the gateway's sockets.
 #include <gtest/gtest.h>
@@ -159,34 +160,67 @@ TEST(GatewayIntegration, KilledWorkerIsRestartedAndRequestsStillSucceed) {
   EXPECT_EQ(gw.complete({{"prompt", "after"}, {"max_tokens", 2}}).status, 200);
 }
 
-TEST(GatewayIntegration, ModeSwitchUnderSteadyLoadFailsNoRequest) {
+// The text of a completion, streamed (the deltas joined) or not; empty when it failed
+// or a stream ended without [DONE] or with an error event.
+std::string completion_text(const HttpResult& r, bool stream) {
+  if (r.status != 200) return {};
+  if (!stream) {
+    const auto j = r.json();
+    return j.contains("choices") ? j["choices"][0].value("text", std::string()) : std::string();
+  }
+  if (r.body.find("event: error") != std::string::npos || r.body.find("data: [DONE]") == std::string::npos) return {};
+  std::string text;
+  for (size_t at = r.body.find("data: {"); at != std::string::npos; at = r.body.find("data: {", at + 1)) {
+    const auto j = nlohmann::json::parse(r.body.substr(at + 6, r.body.find('\n', at) - at - 6), nullptr, false);
+    if (j.is_object() && j.contains("choices") && !j["choices"].empty()) text += j["choices"][0].value("text", std::string());
+  }
+  return text;
+}
+
+// Throughput (two replicas of one rank) → latency (one replica of two tensor-parallel
+// CPU ranks) → throughput under steady greedy load: no request fails, and every stream
+// equals the same prompt's undisturbed run (before any switch), whichever shape served it.
+TEST(GatewayIntegration, ModeSwitchUnderSteadyLoadKeepsGreedyStreams) {
   Gateway gw("modes");
   ASSERT_TRUE(gw.wait_ready(2)) << gw.proc().log();
+  constexpr int kPrompts = 5;
+  auto body = [](int p, bool stream) {
+    return nlohmann::json{{"prompt", "steady prompt number " + std::to_string(p) + " says"}, {"max_tokens", 8}, {"ignore_eos", true},
+                          {"temperature", 0}, {"stream", stream}};
+  };
+  std::vector<std::string> undisturbed(kPrompts);
+  for (int p = 0; p < kPrompts; ++p) {
+    undisturbed[p] = completion_text(gw.complete(body(p, false)), false);
+    ASSERT_FALSE(undisturbed[p].empty()) << "prompt " << p;
+  }
   std::atomic<bool> stop{false};
-  std::atomic<int> ok{0}, failed{0};
+  std::atomic<int> ok{0}, failed{0}, differed{0};
   std::vector<std::string> failures;
   std::mutex mu;
   auto load = [&](int who) {
     for (int i = 0; !stop; ++i) {
+      const int p = (who * 2 + i) % kPrompts;
       const bool stream = (i + who) % 2 == 0;
-      nlohmann::json body = {{"prompt", "steady " + std::to_string(who) + " " + std::to_string(i)}, {"max_tokens", 6}, {"ignore_eos", true}, {"stream", stream}};
-      const HttpResult r = gw.complete(body);
-      const bool good = r.status == 200 && (stream ? r.body.find("data: [DONE]") != std::string::npos && r.body.find("event: error") == std::string::npos
-                                                   : r.json()["usage"]["completion_tokens"] == 6);
-      if (good) {
-        ++ok;
-      } else {
+      const HttpResult r = gw.complete(body(p, stream));
+      const std::string text = completion_text(r, stream);
+      if (text.empty()) {
         ++failed;
-        std::lock_guard<std::mutex> lock(mu);
-        failures.push_back(std::to_string(r.status) + " " + r.body.substr(0, 300));
+      } else if (text != undisturbed[p]) {
+        ++differed;
+      } else {
+        ++ok;
+        continue;
       }
+      std::lock_guard<std::mutex> lock(mu);
+      failures.push_back("prompt " + std::to_string(p) + (stream ? " streamed: " : ": ") + std::to_string(r.status) + " " +
+                         (text.empty() ? r.body.substr(0, 300) : "'" + text + "' not '" + undisturbed[p] + "'"));
     }
   };
   // Completed requests, not seconds, mark the phases: this machine's speed (or a
   // sanitizer build's) must not decide whether the switch ran under load.
   auto wait_ok = [&](int n) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-    while (ok.load() < n && failed.load() == 0 && std::chrono::steady_clock::now() < deadline)
+    while (ok.load() < n && failed.load() + differed.load() == 0 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   };
   std::vector<std::thread> users;
@@ -195,17 +229,26 @@ TEST(GatewayIntegration, ModeSwitchUnderSteadyLoadFailsNoRequest) {
   const HttpResult sw = http_request(gw.proc().admin_port(), "POST", "/admin/mode", R"({"mode":"latency"})");
   EXPECT_EQ(sw.status, 202) << sw.body;
   EXPECT_EQ(http_request(gw.proc().admin_port(), "POST", "/admin/mode", R"({"mode":"latency"})").status, 409) << "a second switch while one runs";
-  const bool switched = gw.wait_ready(1, std::chrono::seconds(120), "latency");
-  wait_ok(ok.load() + 4);  // and on the new shape after it
+  const bool to_latency = gw.wait_ready(1, std::chrono::seconds(120), "latency");
+  const auto latency = gw.status();
+  wait_ok(ok.load() + 4);  // on the new shape
+  EXPECT_EQ(http_request(gw.proc().admin_port(), "POST", "/admin/mode", R"({"mode":"throughput"})").status, 202);
+  const bool back = gw.wait_ready(2, std::chrono::seconds(120), "throughput");
+  wait_ok(ok.load() + 4);  // and on the first shape again
   stop = true;
   for (auto& t : users) t.join();
-  ASSERT_TRUE(switched) << gw.proc().log();
+  ASSERT_TRUE(to_latency && back) << gw.proc().log();
   EXPECT_EQ(failed.load(), 0) << (failures.empty() ? "" : failures[0]);
-  EXPECT_GE(ok.load(), 8);
+  EXPECT_EQ(differed.load(), 0) << (failures.empty() ? "" : failures[0]);
+  EXPECT_GE(ok.load(), 12);
+  ASSERT_EQ(latency["replicas"].size(), 1u);
+  EXPECT_EQ(latency["replicas"][0]["tp"], 2) << "the latency mode's replica is one worker of two tensor-parallel CPU ranks";
+  EXPECT_EQ(latency["replicas"][0]["pcp"], 1);
   const auto s = gw.status();
-  EXPECT_EQ(s["mode"], "latency");
-  EXPECT_EQ(s["replicas"].size(), 1u);
-  EXPECT_EQ(s["replicas"][0]["tp"], 2) << "the latency mode's replica is one worker of two tensor-parallel CPU ranks";
+  EXPECT_EQ(s["mode"], "throughput");
+  ASSERT_EQ(s["replicas"].size(), 2u);
+  for (const auto& r : s["replicas"]) EXPECT_EQ(r["tp"], 1);
+  EXPECT_EQ(s["last_switch"]["from"], "latency");
   EXPECT_GT(s["last_switch"]["seconds"].get<double>(), 0.0);
   EXPECT_EQ(s["counters"]["failed"].get<int>(), 0);
 }

@@ -145,6 +145,20 @@ TEST_F(GpuTelemetryTest, GpuNvmlDoesNotKnowIsLeftOutAndSaidSo) {
   EXPECT_NE(lines.find("switchyard_gpu_temperature_celsius{gpu=\"1\""), std::string::npos) << lines;
 }
 
+// The gateway has no CUDA to name bus ids: it watches GPUs by NVML index.
+TEST_F(GpuTelemetryTest, GpusByNvmlIndex) {
+  NvmlLibrary::Opened nvml = NvmlLibrary::open(SY_FAKE_NVML);
+  ASSERT_NE(nvml.library, nullptr) << nvml.error;
+  std::vector<std::string> logged;
+  GpuTelemetry t(nvml.library, {{1, ""}, {7, ""}}, [&](const std::string& m) { logged.push_back(m); });
+  ASSERT_EQ(t.gpus().size(), 1u);
+  EXPECT_EQ(t.gpus()[0].uuid, "GPU-9f00aa17-7777-8888-9999-000011112222");
+  EXPECT_EQ(t.gpus()[0].ordinal, 1);
+  EXPECT_DOUBLE_EQ(t.reading(0).power_limit_watts, 650);
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_NE(logged[0].find("gpu 7 (NVML index): not in NVML"), std::string::npos) << logged[0];
+}
+
 TEST_F(GpuTelemetryTest, ReadingsAreKeptUpToASecondAndReadForAllGpusAtOnce) {
   NvmlLibrary::Opened nvml = NvmlLibrary::open(SY_FAKE_NVML);
   ASSERT_NE(nvml.library, nullptr) << nvml.error;

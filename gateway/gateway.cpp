@@ -458,9 +458,11 @@ int Gateway::run() {
 
   boost::asio::post(core_strand_, [this] {
     mode_ = config_.default_mode;
-    if (config_.mode_controller && config_.modes.count("throughput") && config_.modes.count("latency"))
+    if (const ModeControllerConfig& m = config_.mode_controller; m.enabled && config_.modes.count("throughput") && config_.modes.count("latency"))
       controller_ = std::make_unique<policy::ModeController>(
-          policy::ModeControllerOptions{}, clock_, mode_ == "latency" ? policy::FleetMode::kLatency : policy::FleetMode::kThroughput);
+          policy::ModeControllerOptions{m.to_throughput_above, m.to_latency_below, m.sustain_s, m.min_dwell_s, m.min_gain, m.horizon_s,
+                                        m.default_switch_s},
+          clock_, mode_ == "latency" ? policy::FleetMode::kLatency : policy::FleetMode::kThroughput);
     core_->fleet().reset(static_cast<size_t>(config_.modes.at(mode_).replicas));
     supervisor_->start(config_.modes.at(mode_));
     poll_worker_metrics();

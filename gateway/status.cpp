@@ -37,6 +37,25 @@ nlohmann::json gpus_json(const std::vector<FleetGpu>& gpus) {
   return out;
 }
 
+// What the mode controller learned: per mode, each load bucket it has samples for (the
+// bucket's load: 1, 2, 4, ... 64), and the measured switch into it.
+nlohmann::json controller_json(const policy::ModeController& c) {
+  nlohmann::json modes = nlohmann::json::object();
+  const policy::ModeEstimates& est = c.estimates();
+  for (const policy::FleetMode m : {policy::FleetMode::kThroughput, policy::FleetMode::kLatency}) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (int b = 0; b < policy::ModeEstimates::kBuckets; ++b) {
+      const policy::ModeEstimate& e = est.at(m, b);
+      if (e.samples == 0) continue;
+      rows.push_back({{"load", 1 << b}, {"aggregate_tok_s", e.aggregate_tok_s}, {"user_tok_s", e.user_tok_s},
+                      {"queued_fraction", e.queued_fraction}, {"samples", e.samples}});
+    }
+    modes[policy::fleet_mode_name(m)] = {{"estimates", rows},
+                                         {"switch_s", est.switch_measured(m) ? nlohmann::json(est.switch_s(m)) : nlohmann::json(nullptr)}};
+  }
+  return {{"reason", c.reason()}, {"modes", modes}};
+}
+
 }  // namespace
 
 nlohmann::json Gateway::status_json() const {
@@ -92,7 +111,7 @@ nlohmann::json Gateway::status_json() const {
           {"gpus", gpus_json(gpu_table_.gpus(now_s))},
           {"power", {{"watts", gpu_table_.power_watts(now_s)}}},
           {"startup", startup_power_->json()},
-          {"controller", controller_ ? nlohmann::json{{"reason", controller_->reason()}} : nlohmann::json(nullptr)},
+          {"controller", controller_ ? controller_json(*controller_) : nlohmann::json(nullptr)},
           {"prefix_hit_rate", c.prompt_tokens > 0 ? static_cast<double>(c.cached_tokens) / static_cast<double>(c.prompt_tokens) : 0.0},
           {"time", wall_now()}};
 }

@@ -229,7 +229,24 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
     r.only(s, "cors.", {"allow_origins"});
     r.get(s, "allow_origins", "cors.", c.cors.allow_origins);
   }
-  r.get(root, "mode_controller", "", c.mode_controller);
+  if (const YAML::Node m = root["mode_controller"]) {
+    if (m.IsMap()) {
+      r.only(m, "mode_controller.", {"enabled", "to_throughput_above", "to_latency_below", "sustain_s", "min_dwell_s", "min_gain",
+                                     "horizon_s", "default_switch_s"});
+      ModeControllerConfig& mc = c.mode_controller;
+      mc.enabled = true;
+      r.get(m, "enabled", "mode_controller.", mc.enabled);
+      r.get(m, "to_throughput_above", "mode_controller.", mc.to_throughput_above);
+      r.get(m, "to_latency_below", "mode_controller.", mc.to_latency_below);
+      r.get(m, "sustain_s", "mode_controller.", mc.sustain_s);
+      r.get(m, "min_dwell_s", "mode_controller.", mc.min_dwell_s);
+      r.get(m, "min_gain", "mode_controller.", mc.min_gain);
+      r.get(m, "horizon_s", "mode_controller.", mc.horizon_s);
+      r.get(m, "default_switch_s", "mode_controller.", mc.default_switch_s);
+    } else {
+      r.get(root, "mode_controller", "", c.mode_controller.enabled);
+    }
+  }
   if (const YAML::Node kw = root["chat_template_kwargs"]) {
     if (!kw.IsMap()) r.fail("chat_template_kwargs", "must be a mapping of template variables");
     c.chat_template_kwargs = yaml_to_json(kw).dump();
@@ -297,6 +314,13 @@ void FleetConfig::validate(const std::string& label) const {
       shutdown.worker_stop_grace_s > 86400)
     fail("shutdown", "drain_grace_s and worker_stop_grace_s between 0 and 86400");
   if (startup.stagger_s < 0 || startup.max_parallel_loads < 1 || !(startup.ready_timeout_s > 0)) fail("startup", "stagger_s >= 0, max_parallel_loads >= 1, ready_timeout_s > 0");
+  {
+    const ModeControllerConfig& m = mode_controller;
+    if (!(m.to_latency_below >= 0) || !(m.to_throughput_above > m.to_latency_below) || !(m.sustain_s >= 0) || !(m.min_dwell_s >= 0) ||
+        !(m.min_gain >= 0) || !(m.horizon_s > 0) || !(m.default_switch_s >= 0))
+      fail("mode_controller", "needs 0 <= to_latency_below < to_throughput_above, sustain_s, min_dwell_s, min_gain, default_switch_s >= 0 "
+                              "and horizon_s > 0");
+  }
   if (!(startup.max_power_w >= 0)) fail("startup.max_power_w", "must be >= 0 (0: off)");
   if (startup.max_power_w > 0 && cpu && startup.power_gpus.empty())
     fail("startup.power_gpus", "max_power_w needs GPUs to measure: the devices are cpu, so list the GPUs whose draw counts");

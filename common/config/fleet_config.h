@@ -52,6 +52,20 @@ struct StartupConfig {
   std::vector<std::string> power_gpus;
 };
 
+// The automatic mode switch (policy/mode_controller.h; docs/CONFIG.md, "Mode controller").
+// In replicas.yaml `mode_controller: true`, or a mapping of these fields (enabled unless
+// `enabled: false`).
+struct ModeControllerConfig {
+  bool enabled = false;
+  double to_throughput_above = 8.0;  // load thresholds while a mode is unmeasured
+  double to_latency_below = 2.0;
+  double sustain_s = 30.0;
+  double min_dwell_s = 120.0;
+  double min_gain = 0.15;
+  double horizon_s = 600.0;
+  double default_switch_s = 60.0;
+};
+
 // SIGTERM: requests in flight get drain_grace_s to finish (or migrate); then the workers
 // get SIGTERM and, after worker_stop_grace_s, SIGKILL.
 struct ShutdownConfig {
@@ -139,7 +153,7 @@ struct FleetConfig {
   std::map<std::string, KeyLimitConfig> key_limits;  // api keys that have limits
   std::string admin_key;  // empty: admin routes need no key (then admin_listen must be loopback)
   CorsConfig cors;
-  bool mode_controller = false;
+  ModeControllerConfig mode_controller;
   // Template variables every chat request gets unless it sets them itself in its own
   // chat_template_kwargs (e.g. {"enable_thinking": false}): a JSON object, as text.
   std::string chat_template_kwargs = "{}";

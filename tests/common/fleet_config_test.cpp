@@ -96,6 +96,33 @@ TEST(FleetConfig, ChatTemplateKwargsAreJson) {
   EXPECT_NE(error_of(base + "chat_template_kwargs: [1]\n").find("chat_template_kwargs: must be a mapping"), std::string::npos);
 }
 
+TEST(FleetConfig, ModeControllerAndPowerStagger) {
+  const std::string base = "model: m.gguf\nmodes: {throughput: {replicas: 1}}\n";
+  EXPECT_FALSE(FleetConfig::parse(base, "t").mode_controller.enabled);
+  EXPECT_TRUE(FleetConfig::parse(base + "mode_controller: true\n", "t").mode_controller.enabled);
+  const FleetConfig c = FleetConfig::parse(base + "mode_controller: {sustain_s: 2, min_dwell_s: 8, horizon_s: 60}\n"
+                                                  "startup: {max_power_w: 2400, power_gpus: ['0', '0000:3B:00.0']}\nnvml_library: /x/nvml.so\n",
+                                           "t");
+  EXPECT_TRUE(c.mode_controller.enabled) << "a mapping turns it on";
+  EXPECT_DOUBLE_EQ(c.mode_controller.sustain_s, 2);
+  EXPECT_DOUBLE_EQ(c.mode_controller.min_dwell_s, 8);
+  EXPECT_DOUBLE_EQ(c.mode_controller.horizon_s, 60);
+  EXPECT_DOUBLE_EQ(c.mode_controller.to_throughput_above, 8) << "the rest keep their defaults";
+  EXPECT_DOUBLE_EQ(c.startup.max_power_w, 2400);
+  EXPECT_EQ(c.startup.power_gpus, (std::vector<std::string>{"0", "0000:3B:00.0"}));
+  EXPECT_EQ(c.nvml_library, "/x/nvml.so");
+  EXPECT_FALSE(FleetConfig::parse(base + "mode_controller: {enabled: false, sustain_s: 2}\n", "t").mode_controller.enabled);
+  const std::pair<std::string, std::string> rows[] = {
+      {"mode_controller: {sustain: 2}\n", "mode_controller.sustain: unknown field"},
+      {"mode_controller: {to_latency_below: 9}\n", "mode_controller: needs 0 <= to_latency_below < to_throughput_above"},
+      {"mode_controller: {horizon_s: 0}\n", "mode_controller: needs"},
+      {"startup: {max_power_w: -1}\n", "startup.max_power_w: must be >= 0"},
+      {"startup: {max_power_w: 500}\n", "startup.power_gpus: max_power_w needs GPUs to measure"},
+      {"startup: {max_power_w: 500, power_gpus: [gpu0]}\n", "startup.power_gpus: 'gpu0' is neither an NVML index"},
+  };
+  for (const auto& [yaml, needle] : rows) EXPECT_NE(error_of(base + yaml).find(needle), std::string::npos) << yaml << " → " << error_of(base + yaml);
+}
+
 TEST(FleetConfig, LoopbackHosts) {
   for (const char* h : {"127.0.0.1", "127.1.2.3", "localhost", "::1"}) EXPECT_TRUE(is_loopback_host(h)) << h;
   for (const char* h : {"0.0.0.0", "10.0.0.1", "::", "128.0.0.1", "127.example.com", "", "example.com"})

@@ -257,6 +257,9 @@ json fake_status(int polls, const std::vector<std::string>& states) {
              {"memory_used_bytes", nullptr}, {"memory_total_bytes", nullptr},
              {"utilization_ratio", nullptr}, {"temperature_celsius", nullptr}}}},
           {"power", {{"watts", 412.4}}},
+          {"startup",
+           {{"max_power_w", 1000.0}, {"measuring", true}, {"draw_w", 412.4}, {"spike_w", 650.0},
+            {"spikes", json::array()}, {"loading", nullptr}, {"waiting_for_power", true}}},
           {"time", t0 + polls}};
 }
 
@@ -425,6 +428,9 @@ TEST(DashboardPage, ShowsEachGpuOnce) {
   EXPECT_EQ(cell_text(dom, b, "temperature"), "—");
   EXPECT_EQ(text_of(dom, "gpu-summary"), "· 2 GPUs, drawing 412 W");
   EXPECT_EQ(dom.find("id=\"no-gpus\""), std::string::npos) << "the empty row is gone";
+  EXPECT_FALSE(is_hidden(start_tag(dom, "id=\"power-stagger\"")));
+  EXPECT_EQ(text_of(dom, "power-stagger"),
+            "Power-aware stagger: at most 1000 W, drawing 412 W; largest measured load spike 650 W; the next worker waits for power.");
 }
 
 TEST(DashboardPage, DrawsHistoryCharts) {

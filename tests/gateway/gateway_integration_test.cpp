@@ -25,6 +25,7 @@ using testing::http_request;
 using testing::HttpResult;
 
 struct FleetOptions {
+  std::string latency = "{replicas: 1, tp: 2}";  // the latency mode's shape
   double stagger_s = 0.5;
   std::string extra;  // more YAML at the top level
 };
@@ -33,7 +34,7 @@ std::string write_config(const std::string& name, const FleetOptions& o) {
   const std::string path = testing::temp_path(name + ".yaml");
   std::ofstream(path) << "model: " << testing::fixture_path("qwen3-tiny-bf16.gguf") << "\n"
                       << "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\ndevices: [cpu]\n"
-                      << "modes:\n  throughput: {replicas: 2}\n  latency: {replicas: 1, tp: 2}\n"
+                      << "modes:\n  throughput: {replicas: 2}\n  latency: " << o.latency << "\n"
                       << "worker: {binary: " << SY_BIN_DIR << "/switchyard-worker, kv_memory_gb: 0.1, max_num_seqs: 8}\n"
                       << "startup: {stagger_s: " << o.stagger_s << ", ready_timeout_s: 60, restart_backoff_initial_s: 0.3}\n"
                       << o.extra;
@@ -177,11 +178,13 @@ std::string completion_text(const HttpResult& r, bool stream) {
   return text;
 }
 
-// Throughput (two replicas of one rank) → latency (one replica of two tensor-parallel
-// CPU ranks) → throughput under steady greedy load: no request fails, and every stream
-// equals the same prompt's undisturbed run (before any switch), whichever shape served it.
-TEST(GatewayIntegration, ModeSwitchUnderSteadyLoadKeepsGreedyStreams) {
-  Gateway gw("modes");
+// Throughput (two replicas of one rank) → latency (one replica of `tp` × `pcp` CPU ranks)
+// → throughput under steady greedy load: no request fails, and every stream equals the
+// same prompt's undisturbed run (before any switch), whichever shape served it.
+void switch_under_steady_greedy_load(const std::string& name, int tp, int pcp) {
+  FleetOptions options;
+  options.latency = "{replicas: 1, tp: " + std::to_string(tp) + ", pcp: " + std::to_string(pcp) + "}";
+  Gateway gw(name, options);
   ASSERT_TRUE(gw.wait_ready(2)) << gw.proc().log();
   constexpr int kPrompts = 5;
   auto body = [](int p, bool stream) {
@@ -242,8 +245,8 @@ TEST(GatewayIntegration, ModeSwitchUnderSteadyLoadKeepsGreedyStreams) {
   EXPECT_EQ(differed.load(), 0) << (failures.empty() ? "" : failures[0]);
   EXPECT_GE(ok.load(), 12);
   ASSERT_EQ(latency["replicas"].size(), 1u);
-  EXPECT_EQ(latency["replicas"][0]["tp"], 2) << "the latency mode's replica is one worker of two tensor-parallel CPU ranks";
-  EXPECT_EQ(latency["replicas"][0]["pcp"], 1);
+  EXPECT_EQ(latency["replicas"][0]["tp"], tp) << "the latency mode's replica is one worker of tp × pcp CPU ranks";
+  EXPECT_EQ(latency["replicas"][0]["pcp"], pcp);
   const auto s = gw.status();
   EXPECT_EQ(s["mode"], "throughput");
   ASSERT_EQ(s["replicas"].size(), 2u);
@@ -252,6 +255,12 @@ TEST(GatewayIntegration, ModeSwitchUnderSteadyLoadKeepsGreedyStreams) {
   EXPECT_GT(s["last_switch"]["seconds"].get<double>(), 0.0);
   EXPECT_EQ(s["counters"]["failed"].get<int>(), 0);
 }
+
+TEST(GatewayIntegration, ModeSwitchUnderSteadyLoadKeepsGreedyStreams) { switch_under_steady_greedy_load("modes", 2, 1); }
+
+// The same with a context-parallel latency shape (pcp 2: prefill split over two ranks,
+// KV sharded by block; greedy-equal to the unsharded model, docs/CONTEXT_PARALLEL.md).
+TEST(GatewayIntegration, ModeSwitchToContextParallelKeepsGreedyStreams) { switch_under_steady_greedy_load("modes-pcp", 1, 2); }
 
 TEST(GatewayIntegration, BadRequestsKeysAndTeardown) {
   Gateway gw("keys", {.extra = "api_keys: [user-key]\nadmin_key: admin-key\n"});

@@ -11,7 +11,12 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "common/chat_template.h"
+#include "common/constrain/tool_constraint.h"
 #include "common/json_schema_check.h"
+#include "common/model_source.h"
+#include "common/protocol/prompt.h"
+#include "common/tokenizer/tokenizer.h"
 #include "fixture_edit.h"
 #include "fixture_util.h"
 #include "worker_process.h"
@@ -186,6 +191,55 @@ TEST_F(ConstrainedCallsTest, SeededAndGreedyRequestsRepeat) {
     ASSERT_EQ(check_calls(a), "");
     EXPECT_EQ(a.message["tool_calls"][0]["function"], b.message["tool_calls"][0]["function"]);
   }
+}
+
+// The gateway's continuation of a constrained stream on another replica: the internal API
+// with the spec and the ids already sent continues token for token (the grammar state is
+// replayed through the resume ids).
+TEST_F(ConstrainedCallsTest, InternalResumeContinuesTokenForToken) {
+  OpenAiRequest req;
+  ASSERT_FALSE(parse_chat_request(json{{"messages", user()}, {"tools", tools()}, {"tool_choice", "required"},
+                                       {"chat_template_kwargs", {{"enable_thinking", false}}}}.dump(), req));
+  auto src = ModelSource::open(fixture_path("qwen3-tiny"));
+  auto tok = Tokenizer::from_model(*src);
+  const ChatTemplate tmpl = ChatTemplate::from_model(*src, tok->bos_token(), tok->eos_token());
+  std::vector<int32_t> prompt;
+  ChatOutputSpec output;
+  ASSERT_FALSE(prompt_ids_for(req, *tok, &tmpl, prompt, &output));
+  Json spec;
+  ASSERT_FALSE(constrain::tool_constraint_spec(req, output, spec));
+  auto generate = [&](const std::string& id, const std::vector<int32_t>& resume, std::string& finish) {
+    const json body = {{"request_id", id}, {"prompt_ids", prompt}, {"resume_ids", resume}, {"max_tokens", 600},
+                       {"temperature", 1.0}, {"seed", 9}, {"constraint", json::parse(spec.dump())}};
+    SseStream s(port(), "POST", "/internal/generate", body.dump());
+    EXPECT_EQ(s.status(), 200);
+    std::vector<int32_t> ids;
+    for (const auto& ev : s.rest()) {
+      const json d = json::parse(ev.data);
+      if (ev.type == "tokens") ids.insert(ids.end(), d["ids"].begin(), d["ids"].end());
+      if (ev.type == "finish") finish = d["finish_reason"];
+    }
+    return ids;
+  };
+  std::string finish;
+  const std::vector<int32_t> whole = generate("whole", {}, finish);
+  ASSERT_EQ(finish, "stop");
+  ASSERT_GT(whole.size(), 8u);
+  const std::string text = tok->decode(whole);
+  EXPECT_EQ(text.rfind("<tool_call>\n{\"name\": \"", 0), 0u) << text;
+  for (size_t k : {size_t{1}, size_t{5}, whole.size() / 2, whole.size() - 1}) {
+    const std::vector<int32_t> head(whole.begin(), whole.begin() + static_cast<ptrdiff_t>(k));
+    const std::vector<int32_t> rest = generate("resume-" + std::to_string(k), head, finish);
+    EXPECT_EQ(rest, std::vector<int32_t>(whole.begin() + static_cast<ptrdiff_t>(k), whole.end())) << "resumed after " << k;
+    EXPECT_EQ(finish, "stop");
+  }
+  // Resume ids the grammar refuses are an error, not a silent unconstrained run.
+  const json bad = {{"request_id", "bad"}, {"prompt_ids", prompt}, {"resume_ids", tok->encode("hello", false)},
+                    {"max_tokens", 8}, {"constraint", json::parse(spec.dump())}};
+  SseStream s(port(), "POST", "/internal/generate", bad.dump());
+  bool error = false;
+  for (const auto& ev : s.rest()) error = error || ev.type == "error";
+  EXPECT_TRUE(error);
 }
 
 TEST_F(ConstrainedCallsTest, UnsupportedSchemaIs400) {

@@ -47,7 +47,9 @@ GatewayCore::GatewayCore(boost::asio::any_io_executor core, const FleetConfig& c
       // for their first token), so every attempt a failed replica held has failed within
       // it; a killed replica's attempts fail within milliseconds anyway.
       failure_events_(*clock_, budget_, std::max(config.resilience.stall_max_s, config.resilience.first_token_timeout_s)),
-      redispatch_(core) {}
+      redispatch_(core) {
+  fleet_->set_approximate_only(config.routing.policy == "approximate");
+}
 
 GatewayCore::QueueSeat::~QueueSeat() {
   if (!core_) return;
@@ -134,6 +136,7 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
   rr.affinity_key = hashes.empty() ? r->prompt_key() : hashes.front();
   rr.prompt_tokens = r->prompt_tokens();
   rr.block_size = fleet_->size() > 0 ? fleet_->info(0).block_size : 16;
+  rr.session_key = r->session_key();
   const auto choice = router_->choose(rr, states);
   if (!choice || paused_) {
     if (strict) return false;
@@ -145,6 +148,10 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
     return false;
   }
   const size_t i = *choice;
+  if (!exclude && !hedge) {  // a request's first dispatch (retries and hedges route again)
+    counters_.oracle_prompt_tokens += rr.prompt_tokens;
+    counters_.oracle_cached_tokens += std::min<int64_t>(static_cast<int64_t>(fleet_->best_matched_blocks(hashes)) * rr.block_size, rr.prompt_tokens);
+  }
   const int64_t cached = std::min<int64_t>(static_cast<int64_t>(states[i].matched_blocks) * rr.block_size, rr.prompt_tokens);
   fleet_->dispatched(i, hashes, rr.prompt_tokens - cached);
   ReplicaSlot slot(shared_from_this(), i, fleet_->generation(), rr.prompt_tokens - cached);

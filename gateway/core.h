@@ -64,6 +64,11 @@ struct GatewayCounters {
   int64_t output_tokens = 0;
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
+  // At each request's first dispatch: its prompt tokens, and how many of them the replica
+  // holding most of the prompt had cached (Fleet::best_matched_blocks): the oracle hit rate
+  // is oracle_cached_tokens / oracle_prompt_tokens.
+  int64_t oracle_prompt_tokens = 0;
+  int64_t oracle_cached_tokens = 0;
   int64_t queue_seats_taken = 0;  // each given back once (QueueSeat)
   int64_t queue_seats_released = 0;
 };

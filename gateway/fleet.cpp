@@ -109,7 +109,19 @@ void Fleet::on_events_done(size_t i, uint64_t generation) {
 
 int32_t Fleet::matched_blocks(size_t i, std::span<const uint64_t> prefix_hashes) const {
   const int replica = static_cast<int>(i);
-  return loads_[i].events_connected ? exact_.matched_blocks(replica, prefix_hashes) : approx_.matched_blocks(replica, prefix_hashes);
+  return loads_[i].events_connected && !approximate_only_ ? exact_.matched_blocks(replica, prefix_hashes)
+                                                         : approx_.matched_blocks(replica, prefix_hashes);
+}
+
+int32_t Fleet::best_matched_blocks(std::span<const uint64_t> prefix_hashes) const {
+  int32_t best = 0;
+  for (size_t i = 0; i < infos_.size(); ++i) {
+    if (infos_[i].phase != ReplicaPhase::kReady) continue;
+    const int replica = static_cast<int>(i);
+    best = std::max(best, loads_[i].events_connected ? exact_.matched_blocks(replica, prefix_hashes)
+                                                     : approx_.matched_blocks(replica, prefix_hashes));
+  }
+  return best;
 }
 
 std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix_hashes, bool with_room) const {

@@ -82,6 +82,13 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
   const ReplicaLoad& load(size_t i) const { return loads_[i]; }
   size_t size() const { return infos_.size(); }
   int32_t matched_blocks(size_t i, std::span<const uint64_t> prefix_hashes) const;
+  // The most leading blocks of this prompt any ready replica holds, from the exact index
+  // where its events stream, else the approximate one: the oracle's cache hit (what a
+  // router that knew every cache could have reused), whatever the policy chose.
+  int32_t best_matched_blocks(std::span<const uint64_t> prefix_hashes) const;
+  // Routing policy "approximate": matched_blocks() from the approximate index even where
+  // KV events stream (they still feed the exact index, for best_matched_blocks).
+  void set_approximate_only(bool on) { approximate_only_ = on; }
 
  private:
   void connect_events(size_t i);
@@ -102,6 +109,7 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
   uint64_t generation_ = 0;
   policy::ExactPrefixIndex exact_;
   policy::ApproxPrefixIndex approx_;
+  bool approximate_only_ = false;
 };
 
 }  // namespace sy::gateway

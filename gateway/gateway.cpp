@@ -234,6 +234,8 @@ void Gateway::register_counters() {
   counter("switchyard_gateway_stalls_total", "Attempts failed over for silence (stall or no first token)", &GatewayCounters::stalls);
   counter("switchyard_gateway_prompt_tokens_total", "Prompt tokens of finished requests", &GatewayCounters::prompt_tokens);
   counter("switchyard_gateway_cached_prompt_tokens_total", "Prompt tokens served from workers' prefix caches", &GatewayCounters::cached_tokens);
+  counter("switchyard_gateway_oracle_prompt_tokens_total", "Prompt tokens of requests at their first dispatch", &GatewayCounters::oracle_prompt_tokens);
+  counter("switchyard_gateway_oracle_cached_tokens_total", "Of those, tokens the replica holding most of each prompt had cached", &GatewayCounters::oracle_cached_tokens);
 }
 
 void Gateway::handle_metrics(std::shared_ptr<http::Exchange> ex) {

@@ -30,6 +30,12 @@ uint64_t ProxyRequest::prompt_key() const {
   return policy::chain_block_hash(ctx_->fingerprint, prompt_ids_);
 }
 
+uint64_t ProxyRequest::session_key() const {
+  if (request_.user.empty()) return 0;
+  const uint64_t h = std::hash<std::string>{}(request_.user);
+  return h == 0 ? 1 : h;
+}
+
 template <typename F>
 void ProxyRequest::tell_core(F&& f) {
   boost::asio::post(ctx_->core->executor(), [core = ctx_->core, f = std::forward<F>(f)]() mutable { f(*core); });

@@ -64,6 +64,7 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   int64_t cost_tokens() const { return static_cast<int64_t>(prompt_ids_.size()) + request_.sampling.max_tokens; }
   const std::vector<uint64_t>& prefix_hashes() const { return hashes_; }
   uint64_t prompt_key() const;  // for prompts shorter than a block
+  uint64_t session_key() const;  // a hash of the request's `user` (its session id); 0 without one
   int32_t prompt_tokens() const { return static_cast<int32_t>(prompt_ids_.size()); }
 
   // Messages from the core strand; each is handled on the request's strand.

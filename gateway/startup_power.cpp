@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <set>
 
 namespace sy::gateway {
 namespace {
@@ -16,8 +17,9 @@ StartupPower::StartupPower(const FleetConfig& config, std::function<void(const s
   if (!stagger_.enabled()) return;
   std::vector<GpuDevice> devices;
   const std::vector<std::string>& listed = config.startup.power_gpus.empty() ? config.devices : config.startup.power_gpus;
+  std::set<std::string> seen;  // a GPU shared by several replicas is listed once per replica
   for (const std::string& g : listed) {
-    if (g == "cpu") continue;
+    if (g == "cpu" || !seen.insert(g).second) continue;
     if (g.find(':') != std::string::npos) devices.push_back({static_cast<int>(devices.size()), g});
     else devices.push_back({std::stoi(g), ""});  // an NVML index
   }

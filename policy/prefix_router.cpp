@@ -14,8 +14,8 @@ namespace {
 
 class PrefixRouter : public Router {
  public:
-  explicit PrefixRouter(const RouterOptions& o) : options_(o) {}
-  const char* name() const override { return "prefix"; }
+  PrefixRouter(const RouterOptions& o, const char* name) : options_(o), name_(name) {}
+  const char* name() const override { return name_; }
 
   std::optional<size_t> choose(const RouteRequest& req, std::span<const ReplicaState> replicas) override {
     int64_t total_in_flight = 0;
@@ -59,10 +59,11 @@ class PrefixRouter : public Router {
 
  private:
   RouterOptions options_;
+  const char* name_;
 };
 
 }  // namespace
 
-std::unique_ptr<Router> make_prefix_router(const RouterOptions& o) { return std::make_unique<PrefixRouter>(o); }
+std::unique_ptr<Router> make_prefix_router(const RouterOptions& o, const char* name) { return std::make_unique<PrefixRouter>(o, name); }
 
 }  // namespace sy::policy

@@ -1,6 +1,6 @@
 // Choosing the replica for a request. Policies share one interface, one file each:
-// prefix-aware (predicted TTFT with bounded load), round-robin and least-loaded (for
-// comparison). The caller fills each replica's state, including how many of the
+// prefix-aware (predicted TTFT with bounded load), session affinity, round-robin and
+// least-loaded (for comparison). The caller fills each replica's state, including how many of the
 // prompt's blocks it already holds (from the prefix indices).
 #pragma once
 
@@ -28,6 +28,7 @@ struct RouteRequest {
   uint64_t affinity_key = 0;   // the prompt's first full-block hash (or a hash of its start)
   int32_t prompt_tokens = 0;
   int32_t block_size = 16;
+  uint64_t session_key = 0;    // a hash of the client's session id (`user`); 0: none given
 };
 
 class Router {
@@ -43,7 +44,9 @@ struct RouterOptions {
   double tie_tolerance_s = 0.002;  // predicted TTFTs this close count as equal
 };
 
-// "prefix" (default), "round_robin", "least_loaded". Throws std::invalid_argument.
+// "prefix" (default), "approximate" (the prefix router; the caller fills matched_blocks
+// from its approximate index only), "session_affinity", "round_robin", "least_loaded".
+// Throws std::invalid_argument.
 std::unique_ptr<Router> make_router(const std::string& name, const RouterOptions& options, Random& random);
 
 // Rendezvous (highest-random-weight) score of a key on a replica: removing a replica

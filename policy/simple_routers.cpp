@@ -54,7 +54,8 @@ class LeastLoadedRouter : public Router {
 
 }  // namespace
 
-std::unique_ptr<Router> make_prefix_router(const RouterOptions& o);
+std::unique_ptr<Router> make_prefix_router(const RouterOptions& o, const char* name);
+std::unique_ptr<Router> make_session_router();
 
 uint64_t rendezvous_score(uint64_t key, uint64_t replica_id_hash) {
   uint64_t z = key ^ (replica_id_hash * 0x9e3779b97f4a7c15ull);
@@ -64,10 +65,12 @@ uint64_t rendezvous_score(uint64_t key, uint64_t replica_id_hash) {
 }
 
 std::unique_ptr<Router> make_router(const std::string& name, const RouterOptions& options, Random& random) {
-  if (name == "prefix") return make_prefix_router(options);
+  if (name == "prefix") return make_prefix_router(options, "prefix");
+  if (name == "approximate") return make_prefix_router(options, "approximate");
+  if (name == "session_affinity") return make_session_router();
   if (name == "round_robin") return std::make_unique<RoundRobinRouter>();
   if (name == "least_loaded") return std::make_unique<LeastLoadedRouter>(random);
-  throw std::invalid_argument("unknown routing policy '" + name + "' (known: prefix, round_robin, least_loaded)");
+  throw std::invalid_argument("unknown routing policy '" + name + "' (known: prefix, approximate, session_affinity, round_robin, least_loaded)");
 }
 
 }  // namespace sy::policy

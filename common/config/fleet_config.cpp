@@ -281,12 +281,14 @@ void FleetConfig::validate(const std::string& label) const {
   if (model.empty()) fail("model", "is required (a GGUF file or a Hugging Face directory)");
   if (devices.empty()) fail("devices", "needs at least one device");
   const bool cpu = devices.size() == 1 && devices[0] == "cpu";
-  std::set<std::string> seen;
+  // A GPU listed more than once is shared: replica i takes the i-th slice of
+  // devices_per_replica entries, so ["0", "0", "0", "0"] puts four TP1 replicas on GPU 0,
+  // each with its own worker.kv_blocks / kv_memory_gb. One replica's slice must not
+  // name a GPU twice (its ranks would share a device).
   for (const auto& d : devices) {
     if (d == "cpu" && !cpu) fail("devices", "\"cpu\" cannot be mixed with GPU ids");
     if (d != "cpu" && (d.empty() || d.size() > 4 || d.find_first_not_of("0123456789") != std::string::npos))
       fail("devices", "'" + d + "' is neither cpu nor a GPU index (0, 1, ...)");
-    if (!seen.insert(d).second) fail("devices", "'" + d + "' is listed twice");
   }
   if (modes.empty()) fail("modes", "needs at least one mode");
   if (!modes.count(default_mode)) fail("default_mode", "'" + default_mode + "' is not one of the modes");
@@ -303,6 +305,13 @@ void FleetConfig::validate(const std::string& label) const {
       fail("modes." + name, std::to_string(m.replicas) + " replicas × " + std::to_string(m.devices_per_replica) + " devices need " +
                                 std::to_string(m.replicas * m.devices_per_replica) + " devices, more than the " +
                                 std::to_string(devices.size()) + " listed in devices");
+    for (int32_t i = 0; !cpu && (i + 1) * m.devices_per_replica <= static_cast<int32_t>(devices.size()); ++i) {
+      std::set<std::string> group;
+      for (int32_t k = 0; k < m.devices_per_replica; ++k)
+        if (!group.insert(devices[static_cast<size_t>(i * m.devices_per_replica + k)]).second)
+          fail("modes." + name, "replica " + std::to_string(i) + " would have GPU '" + devices[static_cast<size_t>(i * m.devices_per_replica + k)] +
+                                    "' twice in its group (a GPU may be listed again only for another replica)");
+    }
   }
   if (worker.max_num_seqs < 1 || worker.max_num_seqs > 4096) fail("worker.max_num_seqs", "must be 1 to 4096");
   if (worker.prefill_chunk < 1) fail("worker.prefill_chunk", "must be positive");
@@ -327,8 +336,9 @@ void FleetConfig::validate(const std::string& label) const {
   for (const auto& g : startup.power_gpus)
     if (g.empty() || (g.find(':') == std::string::npos && g.find_first_not_of("0123456789") != std::string::npos))
       fail("startup.power_gpus", "'" + g + "' is neither an NVML index (0, 1, ...) nor a PCI bus id (0000:3B:00.0)");
-  if (routing.policy != "prefix" && routing.policy != "round_robin" && routing.policy != "least_loaded")
-    fail("routing.policy", "must be prefix, round_robin or least_loaded");
+  if (routing.policy != "prefix" && routing.policy != "approximate" && routing.policy != "session_affinity" &&
+      routing.policy != "round_robin" && routing.policy != "least_loaded")
+    fail("routing.policy", "must be prefix, approximate, session_affinity, round_robin or least_loaded");
   if (!(routing.load_bound >= 1.0)) fail("routing.load_bound", "must be >= 1");
   {
     const ResilienceConfig& x = resilience;

@@ -155,7 +155,7 @@ TEST(FleetConfig, MistakesAreNamed) {
       {"model: m\ndevices: [\"0\", \"1\"]\nmodes: {throughput: {replicas: 3}}\n", "3 replicas × 1 devices need 3 devices, more than the 2 listed"},
       {"model: m\ndevices: [gpu0]\nmodes: {throughput: {replicas: 1}}\n", "devices: 'gpu0' is neither cpu nor a GPU index"},
       {"model: m\ndevices: [\"-1\"]\nmodes: {throughput: {replicas: 1}}\n", "devices: '-1' is neither cpu nor a GPU index"},
-      {"model: m\ndevices: [\"0\", \"0\"]\nmodes: {throughput: {replicas: 1}}\n", "devices: '0' is listed twice"},
+      {"model: m\ndevices: [\"0\", \"0\"]\nmodes: {latency: {replicas: 1, tp: 2}}\ndefault_mode: latency\n", "replica 0 would have GPU '0' twice"},
       {"model: m\ndevices: [cpu, \"0\"]\nmodes: {throughput: {replicas: 1}}\n", "devices: \"cpu\" cannot be mixed with GPU ids"},
       {"model: m\ndevices: []\nmodes: {throughput: {replicas: 1}}\n", "devices: needs at least one device"},
       {"model: [unclosed\n", "invalid YAML"},

@@ -1,0 +1,218 @@
+#include "bench/agentic/agentic_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "bench/loadgen/stats.h"
+
+namespace sy::bench {
+
+namespace {
+
+using nlohmann::json;
+
+json number(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+json ms_percentiles(const std::vector<double>& seconds, std::initializer_list<double> ps) {
+  json out = json::object();
+  for (double p : ps)
+    out["p" + std::to_string(static_cast<int>(p))] = number(percentile(seconds, p) * 1e3);
+  out["count"] = seconds.size();
+  return out;
+}
+
+double ratio(double a, double b) {
+  return b > 0 ? a / b : std::numeric_limits<double>::quiet_NaN();
+}
+
+json load_json(const std::vector<LoadSample>& samples) {
+  std::vector<double> sum;
+  std::vector<int64_t> n;
+  double max_sum = 0, min_sum = 0;
+  int64_t used = 0;
+  for (const LoadSample& s : samples) {
+    if (s.in_flight.empty()) continue;
+    ++used;
+    max_sum += static_cast<double>(*std::max_element(s.in_flight.begin(), s.in_flight.end()));
+    min_sum += static_cast<double>(*std::min_element(s.in_flight.begin(), s.in_flight.end()));
+    if (sum.size() < s.in_flight.size())
+      sum.resize(s.in_flight.size()), n.resize(s.in_flight.size());
+    for (size_t i = 0; i < s.in_flight.size(); ++i)
+      sum[i] += static_cast<double>(s.in_flight[i]), ++n[i];
+  }
+  std::vector<double> per_replica;
+  for (size_t i = 0; i < sum.size(); ++i)
+    per_replica.push_back(n[i] ? sum[i] / static_cast<double>(n[i]) : 0);
+  const double busiest =
+      per_replica.empty() ? 0 : *std::max_element(per_replica.begin(), per_replica.end());
+  const double least =
+      per_replica.empty() ? 0 : *std::min_element(per_replica.begin(), per_replica.end());
+  const double u = std::max<double>(1, static_cast<double>(used));
+  return {{"samples", used},
+          {"mean_in_flight_per_replica", per_replica},
+          // Over the run: the busiest replica's mean in-flight ÷ the least busy one's.
+          {"busiest_over_least_mean", number(ratio(busiest, least))},
+          // Per sample: the busiest replica's in-flight and the least busy one's, averaged.
+          {"sample_busiest_mean", max_sum / u},
+          {"sample_least_mean", min_sum / u},
+          {"sample_busiest_over_least", number(ratio(max_sum, min_sum))}};
+}
+
+}  // namespace
+
+std::optional<OracleCounts> parse_oracle_counters(const std::string& text) {
+  std::optional<double> prompt, cached;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    auto value = [&](const char* name) -> std::optional<double> {
+      const std::string n(name);
+      if (line.compare(0, n.size(), n) != 0 || line.size() <= n.size() ||
+          (line[n.size()] != ' ' && line[n.size()] != '{'))
+        return std::nullopt;
+      const size_t sp = line.rfind(' ');
+      return std::strtod(line.c_str() + sp + 1, nullptr);
+    };
+    if (auto v = value("switchyard_gateway_oracle_prompt_tokens_total")) prompt = *v;
+    if (auto v = value("switchyard_gateway_oracle_cached_tokens_total")) cached = *v;
+  }
+  if (!prompt || !cached) return std::nullopt;
+  return OracleCounts{*prompt, *cached};
+}
+
+json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::string& label,
+                    const std::optional<OracleCounts>& oracle) {
+  std::vector<double> ttft, itl, user_tok_s, prompt_tokens;
+  std::map<int64_t, std::vector<double>> ttft_by_turn;
+  std::map<std::string, int64_t> errors;
+  json error_samples = json::array();
+  double completion = 0, prompt = 0, cached = 0;
+  int64_t ok = 0, without_cached = 0;
+  Clock::time_point first = run.end, last = run.start;
+  for (const TurnResult& t : run.turns) {
+    const RequestRecord& r = t.record;
+    first = std::min(first, r.issued);
+    last = std::max(last, r.done);
+    if (!r.ok()) {
+      ++errors[error_kind_name(r.error)];
+      if (error_samples.size() < 5) error_samples.push_back(r.error_message);
+      continue;
+    }
+    ++ok;
+    ttft.push_back(r.ttft_s());
+    ttft_by_turn[t.turn].push_back(r.ttft_s());
+    for (double g : r.itl_s()) itl.push_back(g);
+    const double d = r.decode_tok_s();
+    if (std::isfinite(d)) user_tok_s.push_back(d);
+    completion += static_cast<double>(r.completion_tokens);
+    prompt += static_cast<double>(r.prompt_tokens);
+    prompt_tokens.push_back(static_cast<double>(r.prompt_tokens));
+    if (r.cached_tokens >= 0)
+      cached += static_cast<double>(r.cached_tokens);
+    else
+      ++without_cached;
+  }
+  const double wall = ok > 0 ? std::chrono::duration<double>(last - first).count() : 0;
+  json by_turn = json::array();
+  for (const auto& [turn, v] : ttft_by_turn) {
+    json row = ms_percentiles(v, {50, 90, 99});
+    row["turn"] = turn;
+    by_turn.push_back(row);
+  }
+  const int64_t failed = static_cast<int64_t>(run.turns.size()) - ok;
+  return {
+      {"label", label},
+      {"valid", failed == 0 && ok > 0},
+      {"spec",
+       {{"seed", spec.seed},
+        {"agent_types", spec.agent_types},
+        {"system_tokens", spec.system_tokens},
+        {"task_tokens", spec.task_tokens},
+        {"tool_tokens", {spec.tool_tokens_min, spec.tool_tokens_max}},
+        {"reply_tokens", {spec.reply_tokens_min, spec.reply_tokens_max}},
+        {"turns", {spec.turns_min, spec.turns_max}},
+        {"think_s", {spec.think_s_min, spec.think_s_max}},
+        {"max_context_tokens", spec.max_context_tokens},
+        {"session_rate", spec.session_rate},
+        {"duration_s", spec.duration_s}}},
+      {"sessions",
+       {{"planned", run.sessions_planned},
+        {"started", run.sessions_started},
+        {"completed", run.sessions_completed},
+        {"context_capped", run.sessions_context_capped},
+        {"time_capped", run.sessions_time_capped},
+        {"failed", run.sessions_failed}}},
+      {"turns", run.turns.size()},
+      {"ok", ok},
+      {"errors", failed},
+      {"errors_by_kind", errors},
+      {"error_samples", error_samples},
+      {"wall_s", wall},
+      {"aggregate_output_tok_s", number(ratio(completion, wall))},
+      {"per_user_output_tok_s",
+       {{"p10", number(percentile(user_tok_s, 10))}, {"p50", number(percentile(user_tok_s, 50))}}},
+      {"ttft_ms", ms_percentiles(ttft, {50, 90, 99})},
+      {"ttft_ms_by_turn", by_turn},
+      {"itl_ms", ms_percentiles(itl, {50, 99})},
+      {"prompt_tokens",
+       {{"mean", number(mean(prompt_tokens))},
+        {"p50", number(percentile(prompt_tokens, 50))},
+        {"max", prompt_tokens.empty()
+                    ? 0.0
+                    : *std::max_element(prompt_tokens.begin(), prompt_tokens.end())}}},
+      {"prefix_hit_rate", number(without_cached == 0 ? ratio(cached, prompt)
+                                                     : std::numeric_limits<double>::quiet_NaN())},
+      {"turns_without_cached_tokens", without_cached},
+      {"oracle_hit_rate",
+       oracle ? number(ratio(oracle->cached_tokens, oracle->prompt_tokens)) : json(nullptr)},
+      {"oracle_prompt_tokens", oracle ? json(oracle->prompt_tokens) : json(nullptr)},
+      {"load", load_json(run.load)},
+      {"load_sample_errors", run.load_sample_errors},
+  };
+}
+
+std::string agentic_summary(const json& r) {
+  auto num = [](const json& v, int digits = 1) {
+    if (!v.is_number()) return std::string("-");
+    std::ostringstream o;
+    o.setf(std::ios::fixed);
+    o.precision(digits);
+    o << v.get<double>();
+    return o.str();
+  };
+  std::ostringstream o;
+  o << "agentic [" << r["label"].get<std::string>() << "] "
+    << (r["valid"].get<bool>() ? "" : "INVALID ") << r["ok"] << "/" << r["turns"]
+    << " turns ok, sessions " << r["sessions"]["started"] << "/" << r["sessions"]["planned"]
+    << " started, " << r["sessions"]["completed"] << " completed, "
+    << r["sessions"]["context_capped"] << " context-capped, " << r["sessions"]["time_capped"]
+    << " time-capped, " << r["sessions"]["failed"] << " failed\n";
+  o << "  TTFT ms p50 " << num(r["ttft_ms"]["p50"]) << " p90 " << num(r["ttft_ms"]["p90"])
+    << " p99 " << num(r["ttft_ms"]["p99"]) << " | ITL ms p50 " << num(r["itl_ms"]["p50"], 2)
+    << " p99 " << num(r["itl_ms"]["p99"], 2) << " | per-user tok/s p10 "
+    << num(r["per_user_output_tok_s"]["p10"]) << " p50 " << num(r["per_user_output_tok_s"]["p50"])
+    << " | aggregate " << num(r["aggregate_output_tok_s"]) << " tok/s\n";
+  o << "  prompt tokens mean " << num(r["prompt_tokens"]["mean"], 0) << " max "
+    << num(r["prompt_tokens"]["max"], 0) << " | prefix hit "
+    << num(r["prefix_hit_rate"].is_number() ? json(100 * r["prefix_hit_rate"].get<double>())
+                                            : json(nullptr))
+    << " % oracle "
+    << num(r["oracle_hit_rate"].is_number() ? json(100 * r["oracle_hit_rate"].get<double>())
+                                            : json(nullptr))
+    << " % | in-flight busiest/least " << num(r["load"]["busiest_over_least_mean"], 2)
+    << " (per sample " << num(r["load"]["sample_busiest_mean"], 2) << " vs "
+    << num(r["load"]["sample_least_mean"], 2) << ")\n";
+  o << "  TTFT p50/p90 ms by turn:";
+  for (const json& t : r["ttft_ms_by_turn"])
+    o << " " << t["turn"] << ":" << num(t["p50"], 0) << "/" << num(t["p90"], 0);
+  o << "\n";
+  for (const auto& [kind, n] : r["errors_by_kind"].items())
+    o << "  errors " << kind << ": " << n << "\n";
+  for (const json& m : r["error_samples"]) o << "  error: " << m.get<std::string>() << "\n";
+  return o.str();
+}
+
+}  // namespace sy::bench

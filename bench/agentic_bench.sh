@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Issue 20: the agentic workload (switchyard-agentic) through the gateway, once per
+# routing policy, same seed and same load; reports and the TTFT-by-turn SVG under $OUT.
+#
+#   GPU (run from the repo root on the lent machine, .devcarry carried; each call < 600 s):
+#     POLICIES= bash bench/agentic_bench.sh                  # build + make the model only
+#     POLICIES="prefix round_robin" bash bench/agentic_bench.sh
+#   CPU smoke (tiny fixture model, 2 CPU replicas, a few seconds of load):
+#     MODE=cpu BUILD=build-h20 bash bench/agentic_bench.sh
+#
+# Env: POLICIES (prefix approximate least_loaded round_robin session_affinity), REPLICAS
+# (4), DEVICE (GPU id the replicas share, 0), KV_GB (KV cache per replica, 14),
+# MAX_SEQS (16), SEED (1), RATE (new sessions/s, 0.2), DURATION (s of arrivals, 75),
+# MAX_RUN_S (no turn starts later, 150; the run is killed 60 s after), AGENT_TYPES (4), SYSTEM_TOKENS (3000),
+# TASK_TOKENS (200), TOOL_TOKENS (500,4000), REPLY_TOKENS (32,128), TURNS (5,30),
+# THINK_S (0.5,2), MAX_CONTEXT (65536), MODEL (a llama3-8b GGUF; made at /tmp/l8.gguf
+# if missing), OUT (/tmp/out), BUILD (build-gpu; cpu: build).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MODE=${MODE:-gpu}
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+POLICIES=${POLICIES-prefix approximate least_loaded round_robin session_affinity}
+SEED=${SEED:-1}
+if [ "$MODE" = cpu ]; then
+  BUILD=${BUILD:-build}; REPLICAS=${REPLICAS:-2}
+  MODEL=${MODEL:-$BUILD/fixtures/qwen3-tiny-bf16.gguf}
+  if [ ! -f "$MODEL" ]; then  # not built yet: straight from the shared archive
+    tar -xJf ../shared/fixtures/qwen3-tiny.tar.xz -C /tmp qwen3-tiny-bf16.gguf || exit 1
+    MODEL=/tmp/qwen3-tiny-bf16.gguf
+  fi
+  RATE=${RATE:-2}; DURATION=${DURATION:-4}; MAX_RUN_S=${MAX_RUN_S:-20}; AGENT_TYPES=${AGENT_TYPES:-2}
+  SYSTEM_TOKENS=${SYSTEM_TOKENS:-300}; TASK_TOKENS=${TASK_TOKENS:-30}; TOOL_TOKENS=${TOOL_TOKENS:-30,120}
+  REPLY_TOKENS=${REPLY_TOKENS:-4,8}; TURNS=${TURNS:-3,5}; THINK_S=${THINK_S:-0.1,0.3}; MAX_CONTEXT=${MAX_CONTEXT:-1500}
+  MAX_SEQS=${MAX_SEQS:-4}
+  devices="[cpu]"; kv="kv_blocks: 512"; extra="cpu_threads: 1"
+else
+  BUILD=${BUILD:-build-gpu}; REPLICAS=${REPLICAS:-4}; DEVICE=${DEVICE:-0}; KV_GB=${KV_GB:-14}
+  RATE=${RATE:-0.2}; DURATION=${DURATION:-75}; MAX_RUN_S=${MAX_RUN_S:-150}; AGENT_TYPES=${AGENT_TYPES:-4}
+  SYSTEM_TOKENS=${SYSTEM_TOKENS:-3000}; TASK_TOKENS=${TASK_TOKENS:-200}; TOOL_TOKENS=${TOOL_TOKENS:-500,4000}
+  REPLY_TOKENS=${REPLY_TOKENS:-32,128}; TURNS=${TURNS:-5,30}; THINK_S=${THINK_S:-0.5,2}; MAX_CONTEXT=${MAX_CONTEXT:-65536}
+  MAX_SEQS=${MAX_SEQS:-16}
+  CARRY=${CARRY:-.devcarry}; export CARRY
+  bash scripts/device_build.sh switchyard-worker switchyard-gateway switchyard-agentic > "$OUT/agentic-build.log" 2>&1 ||
+    { tail -40 "$OUT/agentic-build.log"; exit 1; }
+  MODEL=${MODEL:-/tmp/l8.gguf}
+  if [ ! -f "$MODEL" ]; then
+    tar -xJf "$CARRY/llama3-tiny.tar.xz" -C /tmp llama3-tiny-bf16.gguf
+    "$BUILD"/bin/switchyard-worker make-model --arch llama --preset llama3-8b --tokenizer-from /tmp/llama3-tiny-bf16.gguf \
+      --out "$MODEL" > /dev/null || exit 1
+  fi
+  devices="[$(for _ in $(seq "$REPLICAS"); do printf '"%s", ' "$DEVICE"; done | sed 's/, $//')]"
+  kv="kv_memory_gb: $KV_GB"; extra="numerics: fast"
+fi
+bin=$BUILD/bin
+MODEL=$(cd "$(dirname "$MODEL")" && pwd)/$(basename "$MODEL")
+gw_pid=
+cleanup() { [ -n "$gw_pid" ] && kill "$gw_pid" 2> /dev/null && wait "$gw_pid" 2> /dev/null; true; }
+trap cleanup EXIT
+
+run_policy() {
+  local policy=$1 cfg=$OUT/agentic-$1.yaml log=$OUT/agentic-$1.gateway.log
+  cat > "$cfg" <<YAML
+model: $MODEL
+served_model_name: agentic
+listen: 127.0.0.1:18410
+admin_listen: 127.0.0.1:18411
+devices: $devices
+modes:
+  throughput: {replicas: $REPLICAS}
+default_mode: throughput
+worker: {binary: $PWD/$bin/switchyard-worker, max_num_seqs: $MAX_SEQS, $kv, prefill_chunk: 512, $extra}
+startup: {stagger_s: 0, ready_timeout_s: 300}
+routing: {policy: $policy}
+YAML
+  local t0=$SECONDS
+  "$bin"/switchyard-gateway --config "$cfg" > "$log" 2>&1 &
+  gw_pid=$!
+  local ready=0
+  for _ in $(seq 300); do
+    ready=$(curl -sf http://127.0.0.1:18411/admin/status | python3 -c \
+      'import json,sys; print(sum(r["state"]=="ready" and r["kv_events_connected"] for r in json.load(sys.stdin)["replicas"]))' 2> /dev/null || echo 0)
+    [ "$ready" = "$REPLICAS" ] && break
+    sleep 1
+  done
+  [ "$ready" = "$REPLICAS" ] || { echo "$policy: fleet not ready" >&2; tail -n 30 "$log" >&2; kill "$gw_pid"; wait "$gw_pid"; gw_pid=; return 1; }
+  echo "$policy: $REPLICAS replicas ready in $((SECONDS - t0)) s"
+  timeout $((${MAX_RUN_S%.*} + 60)) "$bin"/switchyard-agentic --url http://127.0.0.1:18410 --admin-url http://127.0.0.1:18411 --label "$policy" \
+    --seed "$SEED" --agent-types "$AGENT_TYPES" --system-tokens "$SYSTEM_TOKENS" --task-tokens "$TASK_TOKENS" \
+    --tool-tokens "$TOOL_TOKENS" --reply-tokens "$REPLY_TOKENS" --turns "$TURNS" --think-s "$THINK_S" \
+    --max-context "$MAX_CONTEXT" --session-rate "$RATE" --duration "$DURATION" --max-run-s "$MAX_RUN_S" \
+    --json-out "$OUT/agentic-$policy.json" | tee "$OUT/agentic-$policy.txt"
+  echo "$policy: rc ${PIPESTATUS[0]}, $((SECONDS - t0)) s with startup"
+  kill "$gw_pid"; wait "$gw_pid" 2> /dev/null; gw_pid=
+}
+
+for policy in $POLICIES; do run_policy "$policy"; done
+ls "$OUT"/agentic-*.json > /dev/null 2>&1 && python3 bench/agentic_plot.py "$OUT"/agentic-*.json > "$OUT/agentic-ttft-by-turn.svg" &&
+  echo "plot: $OUT/agentic-ttft-by-turn.svg"
+true

@@ -1,0 +1,137 @@
+// The agentic workload's plan, parsers and report arithmetic, without a server: a seed
+// plans the same sessions every time, within the spec's ranges; the oracle counters and
+// /admin/status samples parse; the report counts what it is given.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "bench/agentic/agentic_report.h"
+
+namespace sy::bench {
+namespace {
+
+AgenticSpec small_spec() {
+  AgenticSpec s;
+  s.seed = 7;
+  s.agent_types = 3;
+  s.system_tokens = 100;
+  s.task_tokens = 20;
+  s.tool_tokens_min = 10, s.tool_tokens_max = 40;
+  s.reply_tokens_min = 4, s.reply_tokens_max = 8;
+  s.turns_min = 2, s.turns_max = 5;
+  s.max_context_tokens = 2000;
+  s.session_rate = 5;
+  s.duration_s = 10;
+  return s;
+}
+
+TEST(AgenticPlan, DeterministicFromTheSeedAndWithinTheSpec) {
+  const AgenticSpec spec = small_spec();
+  const auto a = plan_sessions(spec), b = plan_sessions(spec);
+  ASSERT_GT(a.size(), 10u);
+  ASSERT_EQ(a.size(), b.size());
+  double last = 0;
+  std::set<int64_t> types;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].arrival_s, b[i].arrival_s);
+    EXPECT_EQ(a[i].turns.size(), b[i].turns.size());
+    EXPECT_GE(a[i].arrival_s, last);
+    EXPECT_LT(a[i].arrival_s, spec.duration_s);
+    last = a[i].arrival_s;
+    types.insert(a[i].agent_type);
+    EXPECT_GE(a[i].turns.size(), 2u);
+    EXPECT_LE(a[i].turns.size(), 5u);
+    for (size_t k = 0; k < a[i].turns.size(); ++k) {
+      const TurnPlan& t = a[i].turns[k];
+      EXPECT_EQ(t.tool_tokens, b[i].turns[k].tool_tokens);
+      EXPECT_EQ(t.tool_tokens == 0, k == 0);
+      if (k > 0) {
+        EXPECT_TRUE(t.tool_tokens >= 10 && t.tool_tokens <= 40);
+      }
+      EXPECT_TRUE(t.reply_tokens >= 4 && t.reply_tokens <= 8);
+    }
+  }
+  EXPECT_EQ(types.size(), 3u);
+  AgenticSpec other = spec;
+  other.seed = 8;
+  const auto c = plan_sessions(other);
+  EXPECT_TRUE(c.size() != a.size() || c[0].arrival_s != a[0].arrival_s);
+  other.turns_min = 6;
+  EXPECT_THROW(plan_sessions(other), std::invalid_argument);
+}
+
+TEST(AgenticPlan, SessionsOfATypeShareExactlyTheSystemPrompt) {
+  const AgenticSpec spec = small_spec();
+  const auto plan = plan_sessions(spec);
+  const auto m0 = opening_messages(spec, plan[0]);
+  const auto m1 = opening_messages(spec, plan[1]);
+  EXPECT_EQ(m0[0]["content"] == m1[0]["content"], plan[0].agent_type == plan[1].agent_type);
+  EXPECT_NE(m0[1]["content"], m1[1]["content"]);
+  EXPECT_NE(system_prompt(spec, 0), system_prompt(spec, 1));
+  // About 4.75 characters a token.
+  EXPECT_NEAR(static_cast<double>(system_prompt(spec, 0).size()), 475.0, 40.0);
+  EXPECT_NE(tool_output(plan[0], 1, 30), tool_output(plan[0], 2, 30));
+  const auto body = nlohmann::json::parse(agentic_turn_body("m", m0, 8, plan[0].session_id()));
+  EXPECT_EQ(body["user"], plan[0].session_id());
+  EXPECT_EQ(body["max_tokens"], 8);
+  EXPECT_TRUE(body["stream"].get<bool>() && body["ignore_eos"].get<bool>());
+}
+
+TEST(AgenticReport, ParsersAndArithmetic) {
+  const auto oracle = parse_oracle_counters(
+      "# HELP x\nswitchyard_gateway_oracle_prompt_tokens_total "
+      "1000\nswitchyard_gateway_oracle_cached_tokens_total 750\n");
+  ASSERT_TRUE(oracle);
+  EXPECT_EQ(oracle->prompt_tokens, 1000);
+  EXPECT_EQ(oracle->cached_tokens, 750);
+  EXPECT_FALSE(parse_oracle_counters("switchyard_gateway_prompt_tokens_total 5\n"));
+
+  LoadSample s;
+  ASSERT_TRUE(parse_load_sample(
+      R"({"replicas":[{"state":"ready","load":{"in_flight":3}},{"state":"starting","load":{"in_flight":0}},{"state":"ready","load":{"in_flight":1}}]})",
+      s));
+  EXPECT_EQ(s.in_flight, (std::vector<int64_t>{3, 1}));
+  EXPECT_FALSE(parse_load_sample("not json", s));
+
+  AgenticRun run;
+  run.start = Clock::now();
+  run.sessions_planned = run.sessions_started = 1;
+  run.load = {s, s};
+  for (int turn = 0; turn < 2; ++turn) {
+    TurnResult t;
+    t.turn = turn;
+    RequestRecord& r = t.record;
+    r.max_tokens = r.completion_tokens = 3;
+    r.prompt_tokens = 100;
+    r.cached_tokens = turn == 0 ? 0 : 80;
+    r.issued = run.start + std::chrono::milliseconds(1000 * turn);
+    for (int k = 0; k < 3; ++k)
+      r.arrivals.push_back({r.issued + std::chrono::milliseconds(100 + 10 * k), 1});
+    r.done = r.arrivals.back().at;
+    r.content_events = 3;
+    r.streamed_tokens = 3;
+    r.text = "a b c";
+    run.turns.push_back(t);
+  }
+  TurnResult failed;
+  failed.turn = 2;
+  failed.record.fail(ErrorKind::kValidation, "short");
+  failed.record.issued = failed.record.done = run.start;
+  run.turns.push_back(failed);
+  run.end = Clock::now();
+  const auto report = agentic_report(run, small_spec(), "t", *oracle);
+  EXPECT_FALSE(report["valid"].get<bool>());
+  EXPECT_EQ(report["ok"], 2);
+  EXPECT_EQ(report["errors_by_kind"]["validation"], 1);
+  EXPECT_DOUBLE_EQ(report["prefix_hit_rate"].get<double>(), 80.0 / 200.0);
+  EXPECT_DOUBLE_EQ(report["oracle_hit_rate"].get<double>(), 0.75);
+  EXPECT_NEAR(report["ttft_ms"]["p50"].get<double>(), 100.0, 1e-6);
+  EXPECT_EQ(report["ttft_ms_by_turn"].size(), 2u);
+  EXPECT_NEAR(report["per_user_output_tok_s"]["p50"].get<double>(), 100.0,
+              1e-6);  // 2 tokens in 20 ms
+  EXPECT_DOUBLE_EQ(report["load"]["busiest_over_least_mean"].get<double>(), 3.0);
+  EXPECT_NE(agentic_summary(report).find("INVALID"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sy::bench

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -27,7 +28,8 @@ using nlohmann::json;
 using testing::http_request;
 using testing::HttpResult;
 
-constexpr const char* kOpenAiPackage = "openai@6.30.1";  // 7.x needs Node 22; Debian 12 has 20
+// 7.x needs Node 22, 6.x Node 20: this machine's NodeSource nodejs (Debian 12's own is 18).
+constexpr const char* kOpenAiPackage = "openai@6.30.1";
 
 // Runs a shell command; its exit status and output (stderr included).
 std::pair<int, std::string> run(const std::string& cmd) {
@@ -108,7 +110,10 @@ TEST_F(OpenAiClientTest, ConfigTemplateKwargsAreTheDefault) {
 
 TEST_F(OpenAiClientTest, OfficialClientReadsToolCallsAndReasoning) {
   const fs::path node_dir = SY_NODE_DIR;
-  ASSERT_EQ(run("node --version").first, 0) << "node is not installed (scripts/setup.sh installs nodejs and npm)";
+  const auto [node_rc, node_version] = run("node --version");
+  ASSERT_EQ(node_rc, 0) << "node is not installed (scripts/setup.sh installs nodejs and npm)";
+  ASSERT_GE(std::atoi(node_version.c_str() + (node_version.starts_with("v") ? 1 : 0)), 20)
+      << kOpenAiPackage << " needs Node 20 or later; this is " << node_version;
   if (!fs::exists(node_dir / "node_modules" / "openai" / "package.json")) {
     fs::create_directories(node_dir);
     const auto [rc, out] = run("cd " + node_dir.string() + " && timeout 300 npm install --no-audit --no-fund --prefix . " + kOpenAiPackage);

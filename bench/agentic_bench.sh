@@ -10,17 +10,21 @@
 #
 # Env: POLICIES (prefix approximate least_loaded round_robin session_affinity), REPLICAS
 # (4), DEVICE (GPU id the replicas share, 0), KV_GB (KV cache per replica, 14),
-# MAX_SEQS (16), SEED (1), RATE (new sessions/s, 0.2), DURATION (s of arrivals, 75),
-# MAX_RUN_S (no turn starts later, 150; the run is killed 60 s after), AGENT_TYPES (4), SYSTEM_TOKENS (3000),
+# MAX_SEQS (16), SEED (1), RATE (new sessions/s, 0.2), DURATION (s of arrivals, 60),
+# MAX_RUN_S (no turn starts later, 120; the run is killed 60 s after), AGENT_TYPES (4), SYSTEM_TOKENS (3000),
 # TASK_TOKENS (200), TOOL_TOKENS (500,4000), REPLY_TOKENS (32,128), TURNS (5,30),
 # THINK_S (0.5,2), MAX_CONTEXT (65536), MODEL (a llama3-8b GGUF; made at /tmp/l8.gguf
-# if missing), OUT (/tmp/out), BUILD (build-gpu; cpu: build).
+# if missing), PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu:
+# build), KEEP (/tmp/agentic-reports: every report of earlier calls on this machine is
+# kept there too, and the SVG is drawn over all of them, newest per policy; cpu: OUT).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MODE=${MODE:-gpu}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 POLICIES=${POLICIES-prefix approximate least_loaded round_robin session_affinity}
 SEED=${SEED:-1}
+[ "$MODE" = cpu ] && KEEP=${KEEP:-$OUT}
+KEEP=${KEEP:-/tmp/agentic-reports}; mkdir -p "$KEEP"
 if [ "$MODE" = cpu ]; then
   BUILD=${BUILD:-build}; REPLICAS=${REPLICAS:-2}
   MODEL=${MODEL:-$BUILD/fixtures/qwen3-tiny-bf16.gguf}
@@ -31,14 +35,14 @@ if [ "$MODE" = cpu ]; then
   RATE=${RATE:-2}; DURATION=${DURATION:-4}; MAX_RUN_S=${MAX_RUN_S:-20}; AGENT_TYPES=${AGENT_TYPES:-2}
   SYSTEM_TOKENS=${SYSTEM_TOKENS:-300}; TASK_TOKENS=${TASK_TOKENS:-30}; TOOL_TOKENS=${TOOL_TOKENS:-30,120}
   REPLY_TOKENS=${REPLY_TOKENS:-4,8}; TURNS=${TURNS:-3,5}; THINK_S=${THINK_S:-0.1,0.3}; MAX_CONTEXT=${MAX_CONTEXT:-1500}
-  MAX_SEQS=${MAX_SEQS:-4}
+  MAX_SEQS=${MAX_SEQS:-4}; PREFILL_CHUNK=${PREFILL_CHUNK:-256}
   devices="[cpu]"; kv="kv_blocks: 512"; extra="cpu_threads: 1"
 else
   BUILD=${BUILD:-build-gpu}; REPLICAS=${REPLICAS:-4}; DEVICE=${DEVICE:-0}; KV_GB=${KV_GB:-14}
-  RATE=${RATE:-0.2}; DURATION=${DURATION:-75}; MAX_RUN_S=${MAX_RUN_S:-150}; AGENT_TYPES=${AGENT_TYPES:-4}
+  RATE=${RATE:-0.2}; DURATION=${DURATION:-60}; MAX_RUN_S=${MAX_RUN_S:-120}; AGENT_TYPES=${AGENT_TYPES:-4}
   SYSTEM_TOKENS=${SYSTEM_TOKENS:-3000}; TASK_TOKENS=${TASK_TOKENS:-200}; TOOL_TOKENS=${TOOL_TOKENS:-500,4000}
   REPLY_TOKENS=${REPLY_TOKENS:-32,128}; TURNS=${TURNS:-5,30}; THINK_S=${THINK_S:-0.5,2}; MAX_CONTEXT=${MAX_CONTEXT:-65536}
-  MAX_SEQS=${MAX_SEQS:-16}
+  MAX_SEQS=${MAX_SEQS:-16}; PREFILL_CHUNK=${PREFILL_CHUNK:-1024}
   CARRY=${CARRY:-.devcarry}; export CARRY
   bash scripts/device_build.sh switchyard-worker switchyard-gateway switchyard-agentic > "$OUT/agentic-build.log" 2>&1 ||
     { tail -40 "$OUT/agentic-build.log"; exit 1; }
@@ -68,7 +72,7 @@ devices: $devices
 modes:
   throughput: {replicas: $REPLICAS}
 default_mode: throughput
-worker: {binary: $PWD/$bin/switchyard-worker, max_num_seqs: $MAX_SEQS, $kv, prefill_chunk: 512, $extra}
+worker: {binary: $PWD/$bin/switchyard-worker, max_num_seqs: $MAX_SEQS, $kv, prefill_chunk: $PREFILL_CHUNK, $extra}
 startup: {stagger_s: 0, ready_timeout_s: 300}
 routing: {policy: $policy}
 YAML
@@ -90,10 +94,11 @@ YAML
     --max-context "$MAX_CONTEXT" --session-rate "$RATE" --duration "$DURATION" --max-run-s "$MAX_RUN_S" \
     --json-out "$OUT/agentic-$policy.json" | tee "$OUT/agentic-$policy.txt"
   echo "$policy: rc ${PIPESTATUS[0]}, $((SECONDS - t0)) s with startup"
+  [ -f "$OUT/agentic-$policy.json" ] && [ "$KEEP" != "$OUT" ] && cp "$OUT/agentic-$policy.json" "$KEEP/"
   kill "$gw_pid"; wait "$gw_pid" 2> /dev/null; gw_pid=
 }
 
 for policy in $POLICIES; do run_policy "$policy"; done
-ls "$OUT"/agentic-*.json > /dev/null 2>&1 && python3 bench/agentic_plot.py "$OUT"/agentic-*.json > "$OUT/agentic-ttft-by-turn.svg" &&
+ls "$KEEP"/agentic-*.json > /dev/null 2>&1 && python3 bench/agentic_plot.py "$KEEP"/agentic-*.json > "$OUT/agentic-ttft-by-turn.svg" &&
   echo "plot: $OUT/agentic-ttft-by-turn.svg"
 true

@@ -14,7 +14,9 @@
 # MAX_RUN_S (no turn starts later, 120; the run is killed 60 s after), AGENT_TYPES (4), SYSTEM_TOKENS (3000),
 # TASK_TOKENS (200), TOOL_TOKENS (500,4000), REPLY_TOKENS (32,128), TURNS (5,30),
 # THINK_S (0.5,2), MAX_CONTEXT (65536), MODEL (a llama3-8b GGUF; made at /tmp/l8.gguf
-# if missing), PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu:
+# if missing), SLOW_MS (unset; set: replica SLOW_REPLICA (0) runs behind a faultproxy
+# adding SLOW_MS ms to all it sends, bench/slow_worker.sh; reports named POLICY-slowMS),
+# PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu:
 # build), KEEP (/tmp/agentic-reports: every report of earlier calls on this machine is
 # kept there too, and the SVG is drawn over all of them, newest per policy; cpu: OUT).
 set -uo pipefail
@@ -44,7 +46,7 @@ else
   REPLY_TOKENS=${REPLY_TOKENS:-32,128}; TURNS=${TURNS:-5,30}; THINK_S=${THINK_S:-0.5,2}; MAX_CONTEXT=${MAX_CONTEXT:-65536}
   MAX_SEQS=${MAX_SEQS:-16}; PREFILL_CHUNK=${PREFILL_CHUNK:-1024}
   CARRY=${CARRY:-.devcarry}; export CARRY
-  bash scripts/device_build.sh switchyard-worker switchyard-gateway switchyard-agentic > "$OUT/agentic-build.log" 2>&1 ||
+  bash scripts/device_build.sh switchyard-worker switchyard-gateway switchyard-agentic switchyard-faultproxy > "$OUT/agentic-build.log" 2>&1 ||
     { tail -40 "$OUT/agentic-build.log"; exit 1; }
   MODEL=${MODEL:-/tmp/l8.gguf}
   if [ ! -f "$MODEL" ]; then
@@ -56,13 +58,20 @@ else
   kv="kv_memory_gb: $KV_GB"; extra="numerics: fast"
 fi
 bin=$BUILD/bin
+worker=$PWD/$bin/switchyard-worker
+tag=
+if [ -n "${SLOW_MS:-}" ]; then  # one replica (SLOW_REPLICA, 0) behind a faultproxy adding SLOW_MS ms
+  export SLOW_MS SLOW_REPLICA=${SLOW_REPLICA:-0} SLOW_WORKER_BINARY=$worker SLOW_FAULTPROXY=$PWD/$bin/switchyard-faultproxy
+  worker=$PWD/bench/slow_worker.sh tag=-slow$SLOW_MS
+fi
 MODEL=$(cd "$(dirname "$MODEL")" && pwd)/$(basename "$MODEL")
 gw_pid=
 cleanup() { [ -n "$gw_pid" ] && kill "$gw_pid" 2> /dev/null && wait "$gw_pid" 2> /dev/null; true; }
 trap cleanup EXIT
 
 run_policy() {
-  local policy=$1 cfg=$OUT/agentic-$1.yaml log=$OUT/agentic-$1.gateway.log
+  local policy=$1 name=$1$tag
+  local cfg=$OUT/agentic-$name.yaml log=$OUT/agentic-$name.gateway.log
   cat > "$cfg" <<YAML
 model: $MODEL
 served_model_name: agentic
@@ -72,7 +81,7 @@ devices: $devices
 modes:
   throughput: {replicas: $REPLICAS}
 default_mode: throughput
-worker: {binary: $PWD/$bin/switchyard-worker, max_num_seqs: $MAX_SEQS, $kv, prefill_chunk: $PREFILL_CHUNK, $extra}
+worker: {binary: $worker, max_num_seqs: $MAX_SEQS, $kv, prefill_chunk: $PREFILL_CHUNK, $extra}
 startup: {stagger_s: 0, ready_timeout_s: 300}
 routing: {policy: $policy}
 YAML
@@ -88,13 +97,13 @@ YAML
   done
   [ "$ready" = "$REPLICAS" ] || { echo "$policy: fleet not ready" >&2; tail -n 30 "$log" >&2; kill "$gw_pid"; wait "$gw_pid"; gw_pid=; return 1; }
   echo "$policy: $REPLICAS replicas ready in $((SECONDS - t0)) s"
-  timeout $((${MAX_RUN_S%.*} + 60)) "$bin"/switchyard-agentic --url http://127.0.0.1:18410 --admin-url http://127.0.0.1:18411 --label "$policy" \
+  timeout $((${MAX_RUN_S%.*} + 60)) "$bin"/switchyard-agentic --url http://127.0.0.1:18410 --admin-url http://127.0.0.1:18411 --label "$name" \
     --seed "$SEED" --agent-types "$AGENT_TYPES" --system-tokens "$SYSTEM_TOKENS" --task-tokens "$TASK_TOKENS" \
     --tool-tokens "$TOOL_TOKENS" --reply-tokens "$REPLY_TOKENS" --turns "$TURNS" --think-s "$THINK_S" \
     --max-context "$MAX_CONTEXT" --session-rate "$RATE" --duration "$DURATION" --max-run-s "$MAX_RUN_S" \
-    --json-out "$OUT/agentic-$policy.json" | tee "$OUT/agentic-$policy.txt"
-  echo "$policy: rc ${PIPESTATUS[0]}, $((SECONDS - t0)) s with startup"
-  [ -f "$OUT/agentic-$policy.json" ] && [ "$KEEP" != "$OUT" ] && cp "$OUT/agentic-$policy.json" "$KEEP/"
+    --json-out "$OUT/agentic-$name.json" | tee "$OUT/agentic-$name.txt"
+  echo "$name: rc ${PIPESTATUS[0]}, $((SECONDS - t0)) s with startup"
+  [ -f "$OUT/agentic-$name.json" ] && [ "$KEEP" != "$OUT" ] && cp "$OUT/agentic-$name.json" "$KEEP/"
   kill "$gw_pid"; wait "$gw_pid" 2> /dev/null; gw_pid=
 }
 

@@ -1,6 +1,7 @@
 #include "worker/engine/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <stdexcept>
@@ -192,6 +193,11 @@ class Engine::Impl {
         const std::span<const int32_t> context(s->tokens);
         r = sample_token(row_logits, s->request.sampling, s->seed, s->num_generated(), context,
                          context.subspan(static_cast<size_t>(s->prompt_len)));
+        // The draw's fallback (a draw at the very top of the cumulative sum, within
+        // rounding) takes the last candidate, which under a mask can be a refused token:
+        // take the best allowed one instead.
+        if (s->grammar_state && std::isinf(masked[static_cast<size_t>(r.id)]))
+          r.id = static_cast<int32_t>(std::max_element(masked.begin(), masked.end()) - masked.begin());
       }
       ++row;
       if (s->grammar_state && !engine.tokenizer_->is_stop(r.id) &&

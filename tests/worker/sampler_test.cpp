@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <set>
 
 namespace sy {
@@ -87,6 +88,40 @@ TEST(Sampler, PenaltiesMoveTheArgmax) {
   neg.repetition_penalty = 2.0f;  // a negative logit is multiplied: −1 → −2
   std::vector<float> l = {-1.0f, -1.5f};
   EXPECT_EQ(sample_token(l, neg, 0, 0, std::vector<int32_t>{0}, {}).id, 1);
+}
+
+// Over a masked row (refused ids at -inf) sample_token_among gives the token, logprob and
+// top logprobs that sample_token gives, for every filter and many draws.
+TEST(Sampler, AmongAllowedIdsEqualsTheMaskedRow) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int32_t n = 50 + trial;
+    std::vector<float> logits(static_cast<size_t>(n));
+    for (float& x : logits) x = std::round(normal(rng) * 4) / 4;  // ties happen
+    std::vector<int32_t> allowed;
+    std::vector<float> masked(logits.size(), -INFINITY);
+    for (int32_t id = 0; id < n; ++id)
+      if (rng() % 5 == 0 || id == trial % n) allowed.push_back(id), masked[static_cast<size_t>(id)] = logits[static_cast<size_t>(id)];
+    SamplingParams p = params(trial % 5 == 0 ? 0.0f : 0.5f + static_cast<float>(trial % 4) * 0.5f);
+    p.top_k = trial % 3 == 0 ? 3 : 0;
+    p.top_p = trial % 4 == 1 ? 0.8f : 1.0f;
+    p.min_p = trial % 6 == 2 ? 0.1f : 0.0f;
+    p.logprobs = trial % 2 ? 3 : -1;
+    for (int draw = 0; draw < 20; ++draw) {
+      const double u = sampling_uniform(static_cast<uint64_t>(trial), draw);
+      const SampleResult full = sample_token_with_draw(masked, p, u, {}, {});
+      const SampleResult among = sample_token_among(logits, allowed, p, u);
+      ASSERT_EQ(among.id, full.id) << "trial " << trial << " draw " << draw;
+      if (p.logprobs < 0) continue;
+      EXPECT_NEAR(among.logprob, full.logprob, 1e-5f);
+      const size_t k = std::min(among.top_logprobs.size(), allowed.size());
+      for (size_t i = 0; i < k; ++i) {
+        EXPECT_EQ(among.top_logprobs[i].first, full.top_logprobs[i].first);
+        EXPECT_NEAR(among.top_logprobs[i].second, full.top_logprobs[i].second, 1e-5f);
+      }
+    }
+  }
 }
 
 TEST(Sampler, LogprobsComeFromTheRawLogits) {

@@ -181,6 +181,9 @@ class Engine::Impl {
         r.id = ids[row];
       } else {
         std::span<const float> row_logits(logits.data() + row * static_cast<size_t>(vocab), static_cast<size_t>(vocab));
+        const SamplingParams& p = s->request.sampling;
+        const bool penalties = p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+        bool sampled = false;
         if (s->grammar_state) {
           if (!mask_row(*s, row_logits)) {
             ++row;
@@ -188,11 +191,19 @@ class Engine::Impl {
             finished.push_back(s);
             continue;
           }
+          if (!penalties && allowed.size() * 4 < row_logits.size()) {
+            // Few allowed tokens: the same draw over them only (sample_token_among).
+            std::sort(allowed.begin(), allowed.end());
+            std::erase_if(allowed, [&](int32_t id) { return id < 0 || id >= vocab; });
+            r = sample_token_among(row_logits, allowed, p, sampling_uniform(s->seed, s->num_generated()));
+            sampled = true;
+          }
           row_logits = masked;
         }
-        const std::span<const int32_t> context(s->tokens);
-        r = sample_token(row_logits, s->request.sampling, s->seed, s->num_generated(), context,
-                         context.subspan(static_cast<size_t>(s->prompt_len)));
+        if (!sampled) {
+          const std::span<const int32_t> context(s->tokens);
+          r = sample_token(row_logits, p, s->seed, s->num_generated(), context, context.subspan(static_cast<size_t>(s->prompt_len)));
+        }
         // The draw's fallback (a draw at the very top of the cumulative sum, within
         // rounding) takes the last candidate, which under a mask can be a refused token:
         // take the best allowed one instead.

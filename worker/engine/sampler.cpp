@@ -128,4 +128,14 @@ SampleResult sample_token_with_draw(std::span<const float> logits, const Samplin
   return r;
 }
 
+SampleResult sample_token_among(std::span<const float> logits, std::span<const int32_t> allowed, const SamplingParams& p,
+                                double uniform) {
+  std::vector<float> compact(allowed.size());
+  for (size_t i = 0; i < allowed.size(); ++i) compact[i] = logits[static_cast<size_t>(allowed[i])];
+  SampleResult r = sample_token_with_draw(compact, p, uniform, {}, {});
+  r.id = allowed[static_cast<size_t>(r.id)];
+  for (auto& [id, lp] : r.top_logprobs) id = allowed[static_cast<size_t>(id)];
+  return r;
+}
+
 }  // namespace sy

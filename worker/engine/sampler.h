@@ -42,4 +42,13 @@ SampleResult sample_token(std::span<const float> logits, const SamplingParams& p
 SampleResult sample_token_with_draw(std::span<const float> logits, const SamplingParams& p, double uniform,
                                     std::span<const int32_t> context, std::span<const int32_t> output);
 
+// Constrained rows (a mask: every id outside `allowed` is at -inf), without penalties:
+// the same token as sample_token_with_draw over the masked row, computed over the allowed
+// ids only, so a step where a grammar allows a few tokens does not sort the vocabulary.
+// `allowed`: ascending, unique ids of `logits`. Candidates keep the same order (logit
+// descending, id ascending), filters and draw; masked ids have probability 0 and never
+// change a sum. Logprobs are those of the masked row (normalized over `allowed`).
+SampleResult sample_token_among(std::span<const float> logits, std::span<const int32_t> allowed, const SamplingParams& p,
+                                double uniform);
+
 }  // namespace sy

@@ -50,7 +50,9 @@ class ConstrainedCallsTest : public ::testing::Test {
                                      "--chat-template-kwargs", R"({"enable_thinking": false})"};
     // SY_TEST_WORKER_DEVICE=cuda runs the same checks on the GPU backend (masked rows take
     // its host-sampling path).
-    if (const char* d = std::getenv("SY_TEST_WORKER_DEVICE")) args.insert(args.end(), {"--device", d});
+    // On a GPU the resume check needs the batch-invariant numerics (docs/NUMERICS.md),
+    // which the CPU backend has by default.
+    if (const char* d = std::getenv("SY_TEST_WORKER_DEVICE")) args.insert(args.end(), {"--device", d, "--numerics", "deterministic"});
     worker_ = new WorkerProcess(args);
     ASSERT_NE(worker_->port(), 0);
     for (int i = 0; i < 600 && http_request(worker_->port(), "GET", "/ready").status != 200; ++i) std::this_thread::sleep_for(50ms);

@@ -91,7 +91,7 @@ void Supervisor::start(const ModeConfig& mode) {
       for (int d = 0; d < mode.devices_per_replica; ++d) r.devices.push_back(devices[static_cast<size_t>(i * mode.devices_per_replica + d)]);
     }
     replicas_.push_back(r);
-    procs_.push_back(std::make_unique<Proc>(ex_));
+    procs_.push_back(std::make_shared<Proc>(ex_));
     procs_.back()->backoff_s = options_.fleet.startup.restart_backoff_initial_s;
     start_queue_.push_back(i);
   }
@@ -231,12 +231,15 @@ void Supervisor::spawn(int index) {
 // The worker prints the URL it listens on once bound; the rest of its stdout goes to the
 // gateway's log.
 void Supervisor::read_stdout(int index) {
-  Proc& p = *procs_[static_cast<size_t>(index)];
+  std::shared_ptr<Proc> proc = procs_[static_cast<size_t>(index)];
   const pid_t pid = replicas_[static_cast<size_t>(index)].pid;
-  boost::asio::async_read_until(p.out, p.out_buf, '\n', [self = shared_from_this(), index, pid](boost::system::error_code ec, size_t n) {
+  Proc& p = *proc;
+  // The read completes into p.out_buf even when aborted: the handler keeps p alive.
+  boost::asio::async_read_until(p.out, p.out_buf, '\n', [self = shared_from_this(), proc, index, pid](boost::system::error_code ec, size_t n) {
+    if (ec || static_cast<size_t>(index) >= self->replicas_.size() || self->procs_[static_cast<size_t>(index)] != proc) return;
     ReplicaInfo& r = self->replicas_[static_cast<size_t>(index)];
-    if (ec || r.pid != pid) return;
-    Proc& p = *self->procs_[static_cast<size_t>(index)];
+    if (r.pid != pid) return;
+    Proc& p = *proc;
     std::string line(boost::asio::buffers_begin(p.out_buf.data()), boost::asio::buffers_begin(p.out_buf.data()) + static_cast<ptrdiff_t>(n));
     p.out_buf.consume(n);
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
@@ -274,6 +277,7 @@ void Supervisor::poll_ready(int index) {
     req.connect_timeout = std::chrono::milliseconds(1000);
     req.idle_timeout = std::chrono::milliseconds(2000);
     fetch(self->ex_, req, [self, index, pid](int status, std::string body) {
+      if (static_cast<size_t>(index) >= self->replicas_.size()) return;  // a mode switch shrank the fleet meanwhile
       ReplicaInfo& r = self->replicas_[static_cast<size_t>(index)];
       if (r.pid != pid || r.phase != ReplicaPhase::kStarting) return;
       if (status == 200) {

@@ -101,7 +101,9 @@ class Supervisor : public std::enable_shared_from_this<Supervisor> {
   std::string mode_;
   ModeConfig mode_config_;
   std::vector<ReplicaInfo> replicas_;
-  std::vector<std::unique_ptr<Proc>> procs_;
+  // Shared: a pending read on a Proc's stdout holds its buffer, so a Proc dropped by a
+  // mode switch lives until that read has completed (aborted).
+  std::vector<std::shared_ptr<Proc>> procs_;
   std::deque<int> start_queue_;  // replicas waiting for their turn to spawn
   std::chrono::steady_clock::time_point next_start_allowed_;
   boost::asio::steady_timer pump_timer_;

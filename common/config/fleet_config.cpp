@@ -297,8 +297,8 @@ void FleetConfig::validate(const std::string& label) const {
     if (m.tp < 1 || m.tp > 64) fail("modes." + name + ".tp", "must be 1 to 64");
     if (m.devices_per_replica < 1) fail("modes." + name + ".devices_per_replica", "must be at least 1");
     if (m.pcp < 1 || m.pcp > 64) fail("modes." + name + ".pcp", "must be 1 to 64");
-    if (!cpu && m.pcp > 1)
-      fail("modes." + name + ".pcp", "context parallelism over GPUs is not built yet; pcp > 1 runs CPU ranks (devices: [cpu])");
+    if (!cpu && m.pcp > 15)  // the GPU merge of partial attention takes at most 16 parts (docs/CONTEXT_PARALLEL.md)
+      fail("modes." + name + ".pcp", "must be 1 to 15 over GPUs");
     if (!cpu && m.devices_per_replica != m.tp * m.pcp)
       fail("modes." + name + ".devices_per_replica", "must equal tp × pcp (" + std::to_string(m.tp * m.pcp) + ")");
     if (!cpu && m.replicas * m.devices_per_replica > static_cast<int32_t>(devices.size()))

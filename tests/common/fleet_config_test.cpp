@@ -56,6 +56,16 @@ modes:
   EXPECT_TRUE(c.key_limits.empty());
   EXPECT_TRUE(c.cors.allow_origins.empty());
   EXPECT_EQ(split_host_port(c.admin_listen).first, "127.0.0.1");
+  // Context parallelism over GPUs: tp × pcp devices a replica.
+  const FleetConfig cp = FleetConfig::parse(R"(
+model: /m/x.gguf
+devices: ["0", "1", "2", "3"]
+modes:
+  throughput: {replicas: 4}
+  latency: {replicas: 1, tp: 2, pcp: 2}
+)", "t");
+  EXPECT_EQ(cp.modes.at("latency").devices_per_replica, 4);
+  EXPECT_EQ(cp.modes.at("latency").pcp, 2);
 }
 
 TEST(FleetConfig, ApiKeysAreStringsOrMappingsWithLimits) {
@@ -144,8 +154,8 @@ TEST(FleetConfig, MistakesAreNamed) {
        "modes.latency.parallel: is replaced by tp and pcp"},
       {"model: m.gguf\ndevices: [\"0\", \"1\"]\nmodes: {latency: {replicas: 1, tp: 4}}\ndefault_mode: latency\n",
        "modes.latency: 1 replicas × 4 devices need 4 devices, more than the 2 listed"},
-      {"model: m.gguf\ndevices: [\"0\", \"1\"]\nmodes: {latency: {replicas: 1, pcp: 2}}\ndefault_mode: latency\n",
-       "modes.latency.pcp: context parallelism over GPUs is not built yet"},
+      {"model: m.gguf\ndevices: [\"0\", \"1\"]\nmodes: {latency: {replicas: 1, pcp: 16}}\ndefault_mode: latency\n",
+       "modes.latency.pcp: must be 1 to 15 over GPUs"},
       {"model: m.gguf\nmodes: {latency: {replicas: 1, pcp: 65}}\ndefault_mode: latency\n", "modes.latency.pcp: must be 1 to 64"},
       {"model: m.gguf\nmodes: {latency: {replicas: 1, tp: 0}}\ndefault_mode: latency\n", "modes.latency.tp: must be 1 to 64"},
       {base + "default_mode: latency\n", "default_mode: 'latency' is not one of the modes"},

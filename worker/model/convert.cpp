@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/half.h"
+#include "worker/model/quants.h"
 
 namespace sy {
 
@@ -30,6 +31,10 @@ void to_f32(DType dtype, const void* src, float* dst, int64_t n) {
       }
       return;
     }
+    case DType::kQ4_0: dequantize_row_q4_0(static_cast<const BlockQ4_0*>(src), dst, n); return;
+    case DType::kQ4_K: dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n); return;
+    case DType::kQ5_K: dequantize_row_q5_k(static_cast<const BlockQ5_K*>(src), dst, n); return;
+    case DType::kQ6_K: dequantize_row_q6_k(static_cast<const BlockQ6_K*>(src), dst, n); return;
   }
 }
 

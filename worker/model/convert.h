@@ -8,7 +8,8 @@
 
 namespace sy {
 
-// Converts n elements of `src` (stored as `dtype`; Q8_0 needs n % 32 == 0) to float32.
+// Converts n elements of `src` (stored as `dtype`) to float32. n must fill whole blocks:
+// a multiple of 32 for Q8_0 and Q4_0, of 256 for the K-quants (worker/model/quants.h).
 void to_f32(DType dtype, const void* src, float* dst, int64_t n);
 
 // Quantizes n floats (n % 32 == 0) to Q8_0 blocks as ggml does: per block of 32,

@@ -91,7 +91,11 @@ std::optional<DType> supported_dtype(uint32_t id) {
   switch (id) {
     case 0: return DType::kF32;
     case 1: return DType::kF16;
+    case 2: return DType::kQ4_0;
     case 8: return DType::kQ8_0;
+    case 12: return DType::kQ4_K;
+    case 13: return DType::kQ5_K;
+    case 14: return DType::kQ6_K;
     case 30: return DType::kBF16;
     default: return std::nullopt;
   }
@@ -303,11 +307,13 @@ void File::parse_all(const uint8_t* bytes, size_t size) {
     if (!dt) {
       const char* name = ggml_type_name(p.type);
       fail("tensor '" + t.name + "' has type " + (name ? std::string(name) : "unknown") + " (" +
-           std::to_string(p.type) + "), which Switchyard does not support (supported: F32, F16, BF16, Q8_0)");
+           std::to_string(p.type) + "), which Switchyard does not support (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
     }
     t.dtype = *dt;
-    if (*dt == DType::kQ8_0 && t.shape.back() % kQ8_0BlockSize != 0)
-      fail("tensor '" + t.name + "' is Q8_0 but its row length " + std::to_string(t.shape.back()) + " is not a multiple of 32");
+    // Blocks never straddle rows (ggml requires it too), so a row is whole blocks.
+    if (const int block = dtype_block_values(*dt); t.shape.back() % block != 0)
+      fail("tensor '" + t.name + "' is " + dtype_name(*dt) + " but its row length " + std::to_string(t.shape.back()) +
+           " is not a multiple of " + std::to_string(block));
     auto nbytes = dtype_bytes(*dt, t.numel());
     if (!nbytes) fail("tensor '" + t.name + "' is too large");
     if (p.offset % alignment_ != 0) fail("tensor '" + t.name + "' offset " + std::to_string(p.offset) + " is not aligned to " + std::to_string(alignment_));

@@ -94,6 +94,10 @@ uint32_t ggml_type_id(DType t) {
     case DType::kF16: return 1;
     case DType::kQ8_0: return 8;
     case DType::kBF16: return 30;
+    case DType::kQ4_0: return 2;
+    case DType::kQ4_K: return 12;
+    case DType::kQ5_K: return 13;
+    case DType::kQ6_K: return 14;
   }
   return 0;
 }

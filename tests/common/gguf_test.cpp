@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 #include <fstream>
 
 #include "common/error.h"
@@ -32,7 +33,7 @@ Value scalar(ValueType t, int64_t i, double f = 0) {
   return v;
 }
 
-// A small file with every value type and all four tensor types.
+// A small file with every value type and every tensor type.
 std::vector<uint8_t> sample_file(uint32_t alignment = 32) {
   Writer w;
   w.set_alignment(alignment);
@@ -66,6 +67,10 @@ std::vector<uint8_t> sample_file(uint32_t alignment = 32) {
   w.add_tensor_bytes("t.f16", DType::kF16, {5}, std::vector<uint8_t>(10, 1));
   w.add_tensor_bytes("t.bf16", DType::kBF16, {3, 1}, std::vector<uint8_t>(6, 2));
   w.add_tensor_bytes("t.q8_0", DType::kQ8_0, {2, 32}, std::vector<uint8_t>(68, 3));
+  w.add_tensor_bytes("t.q4_0", DType::kQ4_0, {3, 64}, std::vector<uint8_t>(3 * 2 * 18, 4));
+  w.add_tensor_bytes("t.q4_k", DType::kQ4_K, {2, 256}, std::vector<uint8_t>(2 * 144, 5));
+  w.add_tensor_bytes("t.q5_k", DType::kQ5_K, {512}, std::vector<uint8_t>(2 * 176, 6));
+  w.add_tensor_bytes("t.q6_k", DType::kQ6_K, {1, 1, 256}, std::vector<uint8_t>(210, 7));
   const std::string path = temp_path("sample.gguf");
   w.write(path);
   auto bytes = read_all(path);
@@ -107,7 +112,7 @@ TEST(Gguf, RoundTripsEveryValueAndTensorType) {
     EXPECT_EQ(f->find("nested")->arrays[1].ints, (std::vector<int64_t>{7, 8}));
     EXPECT_EQ(f->get_int_or("missing", 5), 5);
 
-    ASSERT_EQ(f->tensors().size(), 4u);
+    ASSERT_EQ(f->tensors().size(), 8u);
     const TensorInfo* t = f->find_tensor("t.f32");
     ASSERT_NE(t, nullptr);
     EXPECT_EQ(t->shape, (std::vector<int64_t>{2, 3}));
@@ -116,6 +121,25 @@ TEST(Gguf, RoundTripsEveryValueAndTensorType) {
     EXPECT_EQ(f->find_tensor("t.q8_0")->dtype, DType::kQ8_0);
     EXPECT_EQ(f->find_tensor("t.q8_0")->nbytes, 68u);
     EXPECT_EQ(f->find_tensor("t.bf16")->shape, (std::vector<int64_t>{3, 1}));
+    // The block types: ggml's type ids map back, sizes are whole blocks of 18, 144, 176
+    // and 210 bytes, and the data is where the writer put it.
+    const struct {
+      const char* name;
+      DType type;
+      std::vector<int64_t> shape;
+      size_t nbytes;
+      uint8_t fill;
+    } blocks[] = {{"t.q4_0", DType::kQ4_0, {3, 64}, 108, 4}, {"t.q4_k", DType::kQ4_K, {2, 256}, 288, 5},
+                  {"t.q5_k", DType::kQ5_K, {512}, 352, 6}, {"t.q6_k", DType::kQ6_K, {1, 1, 256}, 210, 7}};
+    for (const auto& b : blocks) {
+      const TensorInfo* q = f->find_tensor(b.name);
+      ASSERT_NE(q, nullptr) << b.name;
+      EXPECT_EQ(q->dtype, b.type) << b.name;
+      EXPECT_EQ(q->shape, b.shape) << b.name;
+      EXPECT_EQ(q->nbytes, b.nbytes) << b.name;
+      EXPECT_EQ(q->data[0], b.fill) << b.name;
+      EXPECT_EQ(q->data[b.nbytes - 1], b.fill) << b.name;
+    }
     for (const auto& ti : f->tensors()) EXPECT_EQ(static_cast<size_t>(ti.data - bytes.data()) % alignment, 0u) << ti.name;
   }
 }
@@ -209,8 +233,13 @@ TEST(Gguf, DamagedHeadersGiveClearErrors) {
   }
   {
     auto b = good;
-    put_u32(b, info + 4 + 16, 12);  // Q4_K
-    expect_error(b, "type Q4_K (12), which Switchyard does not support");
+    put_u32(b, info + 4 + 16, 11);  // Q3_K
+    expect_error(b, "type Q3_K (11), which Switchyard does not support (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+  }
+  {
+    auto b = good;
+    put_u32(b, info + 4 + 16, 23);  // IQ4_XS
+    expect_error(b, "type IQ4_XS (23), which Switchyard does not support");
   }
   {
     auto b = good;
@@ -246,7 +275,7 @@ TEST(Gguf, DamagedHeadersGiveClearErrors) {
   }
 }
 
-TEST(Gguf, RefusesDuplicateKeysAndQ8RowsOffTheBlockSize) {
+TEST(Gguf, RefusesDuplicateKeysAndRowsOffTheBlockSize) {
   {
     Writer w;
     w.set_string("a", "x");
@@ -267,6 +296,24 @@ TEST(Gguf, RefusesDuplicateKeysAndQ8RowsOffTheBlockSize) {
     std::filesystem::remove(path);
     put_u64(b, find_bytes(b, "q\x01") + 1 + 4, 40);  // ne0 = 40
     EXPECT_NE(parse_error(b).find("not a multiple of 32"), std::string::npos) << parse_error(b);
+  }
+  // The block types need rows of whole blocks (256 values for the K-quants); the error
+  // names the tensor, its type and the row length.
+  for (const auto& [type, block_bytes, name] : {std::tuple{DType::kQ4_K, 144, "Q4_K"}, std::tuple{DType::kQ5_K, 176, "Q5_K"},
+                                                std::tuple{DType::kQ6_K, 210, "Q6_K"}, std::tuple{DType::kQ4_0, 18, "Q4_0"}}) {
+    Writer w;
+    w.add_tensor_bytes("blk.0.ffn_down.weight", type, {dtype_block_values(type)},
+                       std::vector<uint8_t>(static_cast<size_t>(block_bytes), 0));
+    const std::string path = temp_path("rows.gguf");
+    w.write(path);
+    auto b = read_all(path);
+    std::filesystem::remove(path);
+    // ne0 = half a block: a row that ends inside a block.
+    put_u64(b, find_bytes(b, "ffn_down.weight") + std::strlen("ffn_down.weight") + 4, static_cast<uint64_t>(dtype_block_values(type) / 2));
+    const std::string want = std::string("tensor 'blk.0.ffn_down.weight' is ") + name + " but its row length " +
+                             std::to_string(dtype_block_values(type) / 2) + " is not a multiple of " +
+                             std::to_string(dtype_block_values(type));
+    EXPECT_NE(parse_error(b).find(want), std::string::npos) << parse_error(b);
   }
 }
 

@@ -1,0 +1,251 @@
+#include "kernels/cpu/linear.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/half.h"
+#include "kernels/cpu/linear_kernels.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace sy::cpu {
+namespace detail {
+
+#if !defined(SY_LINEAR_X86)
+const LinearKernels* linear_kernels_avx2() { return nullptr; }
+const LinearKernels* linear_kernels_avx512() { return nullptr; }
+const LinearKernels* linear_kernels_avx512_vnni() { return nullptr; }
+#endif
+
+void quantize_x_q8(const float* x, XBlockQ8* out, int64_t k) {
+  for (int64_t b = 0; b < k / kQ8_0BlockSize; ++b) {
+    const float* v = x + b * kQ8_0BlockSize;
+    float amax = 0;
+    for (int i = 0; i < kQ8_0BlockSize; ++i) {
+      const float a = std::fabs(v[i]);
+      if (!(a <= amax)) amax = a;  // a NaN sticks, so it reaches y
+    }
+    const float d = amax / 127.0f;
+    out[b].d = d;
+    if (!std::isfinite(d) || d == 0.0f) {  // all zero, or NaN/inf: y gets 0 or NaN
+      std::memset(out[b].qs, 0, sizeof(out[b].qs));
+      if (d != 0.0f) out[b].d = NAN;
+      continue;
+    }
+    const float id = 1.0f / d;
+    for (int i = 0; i < kQ8_0BlockSize; ++i) out[b].qs[i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::LinearKernels;
+using detail::XBlockQ8;
+
+SimdLevel detect() {
+#if defined(SY_LINEAR_X86)
+  __builtin_cpu_init();
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
+    return SimdLevel::kScalar;
+  if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq")))
+    return SimdLevel::kAvx2;
+  return __builtin_cpu_supports("avx512vnni") ? SimdLevel::kAvx512Vnni : SimdLevel::kAvx512;
+#else
+  return SimdLevel::kScalar;
+#endif
+}
+
+SimdLevel from_env(SimdLevel detected) {
+  const char* e = std::getenv("SWITCHYARD_CPU_SIMD");
+  if (!e || !*e) return detected;
+  for (int l = 0; l <= static_cast<int>(SimdLevel::kAvx512Vnni); ++l)
+    if (std::string_view(e) == simd_level_name(static_cast<SimdLevel>(l)))
+      return std::min(detected, static_cast<SimdLevel>(l));
+  throw std::invalid_argument(std::string("SWITCHYARD_CPU_SIMD=") + e + ": expected scalar, avx2, avx512 or avx512vnni");
+}
+
+std::atomic<int>& level_slot() {
+  static std::atomic<int> level{static_cast<int>(from_env(detected_simd_level()))};
+  return level;
+}
+
+const LinearKernels& kernels_for(SimdLevel l) {
+  const LinearKernels* k = nullptr;
+  switch (l) {
+    case SimdLevel::kAvx512Vnni: k = detail::linear_kernels_avx512_vnni(); break;
+    case SimdLevel::kAvx512: k = detail::linear_kernels_avx512(); break;
+    case SimdLevel::kAvx2: k = detail::linear_kernels_avx2(); break;
+    case SimdLevel::kScalar: break;
+  }
+  return k ? *k : *detail::linear_kernels_scalar();
+}
+
+// dtype_name lives in common's library, which kernels/ does not link.
+std::string type_name(DType t) { return "#" + std::to_string(static_cast<int>(t)); }
+
+size_t row_bytes(DType t, int64_t k) {
+  switch (t) {
+    case DType::kF32: return static_cast<size_t>(k) * 4;
+    case DType::kF16:
+    case DType::kBF16: return static_cast<size_t>(k) * 2;
+    case DType::kQ8_0: return static_cast<size_t>(k / kQ8_0BlockSize) * sizeof(BlockQ8_0);
+    default: return 0;
+  }
+}
+
+void check_slices(std::span<const WeightSlice> w, int64_t k) {
+  for (const WeightSlice& s : w) {
+    if (!linear_supports(s.type)) throw std::invalid_argument("linear: weights of DType " + type_name(s.type));
+    if (s.type == DType::kQ8_0 && k % kQ8_0BlockSize != 0) throw std::invalid_argument("linear: Q8_0 rows of k % 32 != 0");
+  }
+}
+
+// Steps of many rows (prompts) when batch invariance is not asked for: tiles of weight
+// rows dequantized to float32 on the pool, multiplied by OpenBLAS sgemm (its own
+// threads; the two never run at once).
+void linear_sgemm(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
+                  ThreadPool& pool) {
+  const int64_t tile_rows = std::max<int64_t>(16, (int64_t{1} << 20) / k);
+  thread_local std::vector<float> tile;
+  for (const WeightSlice& s : w) {
+    for (int64_t j0 = 0; j0 < s.n; j0 += tile_rows) {
+      const int64_t jn = std::min(tile_rows, s.n - j0);
+      const float* wt = nullptr;
+      int64_t ldw = k;
+      if (s.type == DType::kF32 && s.row_stride % 4 == 0) {
+        wt = reinterpret_cast<const float*>(s.data + static_cast<size_t>(j0) * s.row_stride);
+        ldw = static_cast<int64_t>(s.row_stride / 4);
+      } else {
+        tile.resize(static_cast<size_t>(jn * k));
+        float* dst = tile.data();  // a thread_local named in the lambda would be each worker's own
+        const int64_t parts = std::min<int64_t>(jn, pool.size() * 2);
+        pool.parallel_for(parts, [&](int64_t p) {
+          for (int64_t j = jn * p / parts; j < jn * (p + 1) / parts; ++j)
+            weight_row_to_f32(s.type, s.data + static_cast<size_t>(j0 + j) * s.row_stride, dst + j * k, k);
+        });
+        wt = tile.data();
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(jn),
+                  static_cast<blasint>(k), 1.0f, x, static_cast<blasint>(k), wt, static_cast<blasint>(ldw), 0.0f,
+                  y + s.y_col0 + j0, static_cast<blasint>(ldy));
+    }
+  }
+}
+
+struct Chunk {
+  const WeightSlice* s;
+  int64_t j0, j1;
+};
+
+}  // namespace
+
+const char* simd_level_name(SimdLevel l) {
+  switch (l) {
+    case SimdLevel::kScalar: return "scalar";
+    case SimdLevel::kAvx2: return "avx2";
+    case SimdLevel::kAvx512: return "avx512";
+    case SimdLevel::kAvx512Vnni: return "avx512vnni";
+  }
+  return "?";
+}
+
+SimdLevel detected_simd_level() {
+  static const SimdLevel l = detect();
+  return l;
+}
+
+SimdLevel simd_level() { return static_cast<SimdLevel>(level_slot().load(std::memory_order_relaxed)); }
+
+SimdLevel set_simd_level(SimdLevel l) {
+  const SimdLevel set = std::min(l, detected_simd_level());
+  level_slot().store(static_cast<int>(set), std::memory_order_relaxed);
+  return set;
+}
+
+bool linear_supports(DType t) {
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0;
+}
+
+void weight_row_to_f32(DType t, const uint8_t* src, float* dst, int64_t n) {
+  switch (t) {
+    case DType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+    case DType::kF16:
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + i * 2, 2);
+        dst[i] = t == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
+      return;
+    case DType::kQ8_0: {
+      const auto* b = reinterpret_cast<const BlockQ8_0*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(b[i / kQ8_0BlockSize].d) * b[i / kQ8_0BlockSize].qs[i % kQ8_0BlockSize];
+      return;
+    }
+    default: throw std::invalid_argument("weight_row_to_f32: DType " + type_name(t));
+  }
+}
+
+void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
+            ThreadPool& pool, const LinearOptions& opt) {
+  if (m <= 0 || w.empty()) return;
+  check_slices(w, k);
+  if (opt.fast_prefill && m >= kFastPrefillRows) return linear_sgemm(x, m, k, w, y, ldy, pool);
+  const LinearKernels& kern = kernels_for(simd_level());
+
+  // x quantized once for every Q8_0 slice.
+  const int64_t nb = k / kQ8_0BlockSize;
+  thread_local std::vector<XBlockQ8> xq_buffer;
+  XBlockQ8* xq = nullptr;  // the caller's buffer: a thread_local named in a lambda would be each worker's own
+  if (std::any_of(w.begin(), w.end(), [](const WeightSlice& s) { return s.type == DType::kQ8_0; })) {
+    xq_buffer.resize(static_cast<size_t>(m * nb));
+    xq = xq_buffer.data();
+    auto quantize = [&](int64_t r) { detail::quantize_x_q8(x + r * k, xq + r * nb, k); };
+    if (m >= 8)
+      pool.parallel_for(m, quantize);
+    else
+      for (int64_t r = 0; r < m; ++r) quantize(r);
+  }
+
+  // Chunks of weight rows: four or more per thread so that uneven cores even out, and
+  // where x has more rows than one kernel call takes, small enough (64 KiB) to stay in
+  // the core's cache while every group of rows passes over them.
+  int64_t total = 0;
+  for (const WeightSlice& s : w) total += s.n;
+  const int64_t balanced = std::max<int64_t>(1, (total + pool.size() * 4 - 1) / (pool.size() * 4));
+  std::vector<Chunk> chunks;
+  for (const WeightSlice& s : w) {
+    int64_t per = balanced;
+    if (m > detail::kLinearRows) per = std::min(per, std::max<int64_t>(4, (64 << 10) / static_cast<int64_t>(row_bytes(s.type, k))));
+    for (int64_t j = 0; j < s.n; j += per) chunks.push_back({&s, j, std::min(s.n, j + per)});
+  }
+  pool.parallel_for(static_cast<int64_t>(chunks.size()), [&](int64_t c) {
+    const Chunk& ch = chunks[static_cast<size_t>(c)];
+    const WeightSlice& s = *ch.s;
+    const uint8_t* wp = s.data + static_cast<size_t>(ch.j0) * s.row_stride;
+    const int64_t cols = ch.j1 - ch.j0;
+    for (int64_t r = 0; r < m; r += detail::kLinearRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(detail::kLinearRows, m - r));
+      float* yp = y + r * ldy + s.y_col0 + ch.j0;
+      switch (s.type) {
+        case DType::kQ8_0: kern.q8_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kBF16: kern.bf16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kF16: kern.f16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        default: kern.f32(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+      }
+    }
+  });
+}
+
+}  // namespace sy::cpu

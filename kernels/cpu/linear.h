@@ -1,0 +1,80 @@
+// Products with weights kept in their stored type: y[m, n] = x[m, k] · W[n, k]ᵀ for W in
+// float32, f16, bf16 or Q8_0 (common/dtype.h's block layout; only its header-only structs
+// are used), float32 x and y. The weights are read where they lie (a mapped file), so a
+// decode step reads each weight byte once, in the file's type: half (bf16) or a quarter
+// (Q8_0) of the float32 bytes.
+//
+// Kernels: a scalar one and SIMD ones (AVX2+FMA+F16C; AVX-512 F/BW/VL/DQ; AVX-512 with
+// VNNI), each compiled in a file of its own with its target flags and chosen once at run
+// time by what the processor has (SWITCHYARD_CPU_SIMD or set_simd_level lowers the
+// choice, so tests check every level the machine has). Q8_0 weights are multiplied with
+// x quantized to int8 per block of 32 (a float32 scale per block): integer dot products,
+// exact within a block, then scaled; that is where a CPU's speed on Q8_0 comes from, at
+// the cost of the activations' quantization error (docs/NUMERICS.md).
+//
+// Every element of y is one fixed sequence of operations that depends only on k, the
+// weight type and the SIMD level, never on m, the other rows or the thread split: the
+// product is batch-invariant (docs/NUMERICS.md) unless `fast_prefill` lets steps of many
+// rows dequantize weight tiles to float32 for OpenBLAS sgemm.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "common/dtype.h"
+
+namespace sy::cpu {
+
+class ThreadPool;
+
+enum class SimdLevel {
+  kScalar = 0,
+  kAvx2 = 1,        // AVX2, FMA, F16C
+  kAvx512 = 2,      // AVX-512 F, BW, VL, DQ
+  kAvx512Vnni = 3,  // the above with AVX512-VNNI (int8 dot products in one instruction)
+};
+
+const char* simd_level_name(SimdLevel l);
+// The best level this build and processor have.
+SimdLevel detected_simd_level();
+// The level products use: detected_simd_level(), lowered by SWITCHYARD_CPU_SIMD
+// ("scalar", "avx2", "avx512", "avx512vnni") when set.
+SimdLevel simd_level();
+// Sets the level products use (clamped to the detected one); returns the level set.
+// Process-wide: for tests and benchmarks, not while products run.
+SimdLevel set_simd_level(SimdLevel l);
+
+// Whether linear() takes weights of this type.
+bool linear_supports(DType t);
+
+// Rows [0, n) of a weight matrix in its stored type: row j's k values start at
+// data + j * row_stride (bytes), whole blocks for Q8_0 (k % 32 == 0). Its outputs go to
+// y[:, y_col0 + j], so one matrix may be several slices of different types (Q, K and V
+// stored separately, a file mixing types per tensor) without copying them together.
+struct WeightSlice {
+  DType type = DType::kF32;
+  int64_t n = 0;
+  const uint8_t* data = nullptr;
+  size_t row_stride = 0;
+  int64_t y_col0 = 0;
+};
+
+struct LinearOptions {
+  // Steps of at least kFastPrefillRows rows dequantize weight tiles to float32 and call
+  // OpenBLAS sgemm: faster for long prompts, not batch-invariant.
+  bool fast_prefill = false;
+};
+
+// y[i, s.y_col0 + j] = Σ_c x[i, c] · W_s[j, c] for every slice s, i < m, j < s.n;
+// x [m, k] row-major (ldx k), y with row stride ldy. Spread over `pool` by weight rows.
+void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
+            ThreadPool& pool, const LinearOptions& opt = {});
+
+// Row counts from which fast_prefill takes the sgemm path.
+inline constexpr int64_t kFastPrefillRows = 16;
+
+// Converts n values (whole blocks) of a weight row to float32.
+void weight_row_to_f32(DType t, const uint8_t* src, float* dst, int64_t n);
+
+}  // namespace sy::cpu

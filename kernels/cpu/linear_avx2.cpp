@@ -1,0 +1,20 @@
+// linear()'s kernels for AVX2 + FMA + F16C (linear_tile.h), in a file of its own
+// compiled with -mavx2 -mfma -mf16c; the dispatcher calls them only where the processor
+// has all three.
+#include "kernels/cpu/linear_tile.h"
+
+namespace sy::cpu::detail {
+namespace {
+
+const LinearKernels kKernels = {
+    float_rows<Avx2, WF32>,
+    float_rows<Avx2, WF16>,
+    float_rows<Avx2, WBF16>,
+    q8_0_rows<DotAvx2, 2>,  // 4 × 2 accumulators and the weights' quants and magnitudes fit
+};
+
+}  // namespace
+
+const LinearKernels* linear_kernels_avx2() { return &kKernels; }
+
+}  // namespace sy::cpu::detail

@@ -1,0 +1,27 @@
+// linear()'s kernels for AVX-512 with VNNI (linear_tile.h): the float kernels as on
+// AVX-512; Q8_0 block dot products in one vpdpbusd (unsigned × signed bytes summed four
+// at a time into int32), the same exact partial sums as AVX2's maddubs + madd, so the
+// two levels give the same bits for Q8_0.
+#include "kernels/cpu/linear_tile.h"
+
+namespace sy::cpu::detail {
+namespace {
+
+struct DotVnni {
+  static __m256i dot(__m256i w, __m256i x) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+  }
+};
+
+const LinearKernels kKernels = {
+    float_rows<Avx512, WF32>,
+    float_rows<Avx512, WF16>,
+    float_rows<Avx512, WBF16>,
+    q8_0_rows<DotVnni, 4>,
+};
+
+}  // namespace
+
+const LinearKernels* linear_kernels_avx512_vnni() { return &kKernels; }
+
+}  // namespace sy::cpu::detail

@@ -1,0 +1,75 @@
+// linear()'s portable kernels (linear_kernels.h): the level every processor has, and
+// the one a build for another architecture runs. Eight float lanes per product (lane l
+// takes elements i ≡ l mod 8), which the compiler can keep in vector registers without
+// reordering a sum.
+#include <cstring>
+
+#include "common/half.h"
+#include "kernels/cpu/linear_kernels.h"
+
+namespace sy::cpu::detail {
+namespace {
+
+struct F32 {
+  static float get(const uint8_t* row, int64_t i) {
+    float v;
+    std::memcpy(&v, row + i * 4, 4);
+    return v;
+  }
+};
+struct F16 {
+  static float get(const uint8_t* row, int64_t i) {
+    uint16_t h;
+    std::memcpy(&h, row + i * 2, 2);
+    return f16_to_f32(h);
+  }
+};
+struct BF16 {
+  static float get(const uint8_t* row, int64_t i) {
+    uint16_t h;
+    std::memcpy(&h, row + i * 2, 2);
+    return bf16_to_f32(h);
+  }
+};
+
+inline float sum_lanes(const float* l) { return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])); }
+
+template <class W>
+void float_rows(const float* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
+                int64_t ldy) {
+  for (int64_t j = 0; j < cols; ++j) {
+    const uint8_t* row = w + static_cast<size_t>(j) * ws;
+    for (int r = 0; r < rows; ++r) {
+      const float* a = x + r * ldx;
+      float lane[8] = {};
+      for (int64_t i = 0; i < k; ++i) lane[i & 7] += a[i] * W::get(row, i);
+      y[r * ldy + j] = sum_lanes(lane);
+    }
+  }
+}
+
+void q8_0_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
+               int64_t ldy) {
+  const int64_t nb = k / kQ8_0BlockSize;
+  for (int64_t j = 0; j < cols; ++j) {
+    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w + static_cast<size_t>(j) * ws);
+    for (int r = 0; r < rows; ++r) {
+      const XBlockQ8* xb = x + r * ldx;
+      float lane[8] = {};
+      for (int64_t b = 0; b < nb; ++b) {
+        int32_t dot = 0;
+        for (int i = 0; i < kQ8_0BlockSize; ++i) dot += int32_t{blocks[b].qs[i]} * int32_t{xb[b].qs[i]};
+        lane[b & 7] += xb[b].d * f16_to_f32(blocks[b].d) * static_cast<float>(dot);
+      }
+      y[r * ldy + j] = sum_lanes(lane);
+    }
+  }
+}
+
+const LinearKernels kKernels = {float_rows<F32>, float_rows<F16>, float_rows<BF16>, q8_0_rows};
+
+}  // namespace
+
+const LinearKernels* linear_kernels_scalar() { return &kKernels; }
+
+}  // namespace sy::cpu::detail

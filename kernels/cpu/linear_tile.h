@@ -1,0 +1,188 @@
+// The SIMD tiles of linear() (linear.h), written once over a vector-traits type and
+// included only by the per-level files (linear_avx2.cpp, linear_avx512*.cpp), each
+// compiled with its own target flags. Everything here has internal linkage, so each file
+// keeps its own copy compiled for its own level: a shared inline template would let the
+// linker keep one level's code for all.
+//
+// A tile holds R rows of x and C weight rows; acc[r][c] runs the same operations over k
+// whatever R and C are, so y does not depend on how rows are grouped (batch invariance).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "common/dtype.h"
+#include "kernels/cpu/linear_kernels.h"
+
+namespace sy::cpu::detail {
+namespace {
+
+// Weight element types of the float kernels: the bytes of one element.
+struct WF32 {
+  static constexpr int kBytes = 4;
+};
+struct WF16 {
+  static constexpr int kBytes = 2;
+};
+struct WBF16 {
+  static constexpr int kBytes = 2;
+};
+
+// Calls fn.template operator()<R, L>(j) over column groups of C (the last group
+// narrower), for R rows.
+template <int R, int L, class Fn>
+inline void last_cols(int64_t j, int64_t left, Fn& fn) {
+  if constexpr (L >= 1) {
+    if (left == L) return fn.template operator()<R, L>(j);
+    last_cols<R, L - 1>(j, left, fn);
+  }
+}
+
+template <int R, int C, class Fn>
+inline void col_groups(int64_t cols, Fn& fn) {
+  int64_t j = 0;
+  for (; j + C <= cols; j += C) fn.template operator()<R, C>(j);
+  if (j < cols) last_cols<R, C - 1>(j, cols - j, fn);
+}
+
+template <int C, class Fn>
+inline void tiles(int rows, int64_t cols, Fn& fn) {
+  switch (rows) {
+    case 4: return col_groups<4, C>(cols, fn);
+    case 3: return col_groups<3, C>(cols, fn);
+    case 2: return col_groups<2, C>(cols, fn);
+    default: return col_groups<1, C>(cols, fn);
+  }
+}
+
+// Float weights (f32, f16, bf16) widened to float32, multiplied by FMA. The last k %
+// kLanes elements go through zero-padded copies: one more full-width step.
+template <class V, class WT>
+void float_rows(const float* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
+                int64_t ldy) {
+  using F = typename V::F;
+  constexpr int kL = V::kLanes;
+  auto tile = [&]<int R, int C>(int64_t j) {
+    const uint8_t* wj = w + static_cast<size_t>(j) * ws;
+    F acc[R][C];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) acc[r][c] = V::zero();
+    int64_t i = 0;
+    for (; i + kL <= k; i += kL) {
+      F b[C];
+      for (int c = 0; c < C; ++c) b[c] = V::load(WT{}, wj + c * ws + i * WT::kBytes);
+      for (int r = 0; r < R; ++r) {
+        const F a = V::load(x + r * ldx + i);
+        for (int c = 0; c < C; ++c) acc[r][c] = V::fma(a, b[c], acc[r][c]);
+      }
+    }
+    if (i < k) {
+      const size_t left = static_cast<size_t>(k - i);
+      alignas(64) uint8_t wb[C][kL * 4] = {};
+      alignas(64) float xb[kL] = {};
+      F b[C];
+      for (int c = 0; c < C; ++c) {
+        std::memcpy(wb[c], wj + c * ws + i * WT::kBytes, left * WT::kBytes);
+        b[c] = V::load(WT{}, wb[c]);
+      }
+      for (int r = 0; r < R; ++r) {
+        std::memcpy(xb, x + r * ldx + i, left * sizeof(float));
+        const F a = V::load(xb);
+        for (int c = 0; c < C; ++c) acc[r][c] = V::fma(a, b[c], acc[r][c]);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) y[r * ldy + j + c] = V::hsum(acc[r][c]);
+  };
+  tiles<V::kCols>(rows, cols, tile);
+}
+
+inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+// Q8_0 weights against x quantized per block (XBlockQ8): per block, Dot::dot gives eight
+// int32 partial sums of four products each (exact), converted to float and scaled by
+// x's and the weight's block scales into eight float lanes.
+template <class Dot, int C>
+void q8_0_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
+               int64_t ldy) {
+  const int64_t nb = k / kQ8_0BlockSize;
+  auto tile = [&]<int R, int CC>(int64_t j) {
+    const uint8_t* wj = w + static_cast<size_t>(j) * ws;
+    __m256 acc[R][CC];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < CC; ++c) acc[r][c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i wq[CC];
+      float wd[CC];
+      for (int c = 0; c < CC; ++c) {
+        const auto* blk = reinterpret_cast<const BlockQ8_0*>(wj + c * ws) + b;
+        wq[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+        wd[c] = _cvtsh_ss(blk->d);
+      }
+      for (int r = 0; r < R; ++r) {
+        const XBlockQ8& xb = x[r * ldx + b];
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
+        for (int c = 0; c < CC; ++c)
+          acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * wd[c]), _mm256_cvtepi32_ps(Dot::dot(wq[c], xq)), acc[r][c]);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < CC; ++c) y[r * ldy + j + c] = hsum8(acc[r][c]);
+  };
+  tiles<C>(rows, cols, tile);
+}
+
+// int8 · int8 over 32 bytes into eight int32 lanes (lane i: bytes 4i..4i+3) with AVX2:
+// maddubs takes unsigned × signed, so |w| times x with w's sign; pairs of its int16
+// sums (at most 2 · 128 · 127, no saturation) then add into int32.
+struct DotAvx2 {
+  static __m256i dot(__m256i w, __m256i x) {
+    const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+  }
+};
+
+// The float kernels' vector types, as each file's flags allow.
+struct Avx2 {
+  using F = __m256;
+  static constexpr int kLanes = 8;
+  static constexpr int kCols = 3;  // 4 × 3 accumulators, 3 weight vectors, x: 16 registers
+  static F zero() { return _mm256_setzero_ps(); }
+  static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F load(const float* p) { return _mm256_loadu_ps(p); }
+  static F load(WF32, const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+  static F load(WF16, const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  // bf16 is the top half of a float32: widen to 32 bits and shift.
+  static F load(WBF16, const uint8_t* p) {
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+  }
+  static float hsum(F v) { return hsum8(v); }
+};
+
+#if defined(__AVX512F__)
+struct Avx512 {
+  using F = __m512;
+  static constexpr int kLanes = 16;
+  static constexpr int kCols = 4;  // 16 accumulators of 32 registers
+  static F zero() { return _mm512_setzero_ps(); }
+  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static F load(WF32, const uint8_t* p) { return _mm512_loadu_ps(reinterpret_cast<const float*>(p)); }
+  static F load(WF16, const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static F load(WBF16, const uint8_t* p) {
+    const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+  }
+  static float hsum(F v) { return hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1))); }
+};
+#endif
+
+}  // namespace
+}  // namespace sy::cpu::detail

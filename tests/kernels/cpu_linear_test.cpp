@@ -1,0 +1,264 @@
+// kernels/cpu/linear.h on every SIMD level this machine has, against a float64 product
+// of the stored weights' exact values: random shapes (odd n, k off the vector width),
+// m = 1, 2, 7, 64, outputs poisoned with NaN, several slices of different types in one
+// call, batch invariance and thread-count invariance.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/half.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace sy::cpu {
+namespace {
+
+// A weight matrix [n, k] in `type`, with the float values it stands for.
+struct Matrix {
+  DType type;
+  int64_t n, k;
+  std::vector<uint8_t> bytes;
+  std::vector<double> values;  // [n, k], exactly what the bytes encode
+  size_t row_stride() const { return bytes.size() / static_cast<size_t>(n); }
+  WeightSlice slice(int64_t y_col0 = 0) const { return {type, n, bytes.data(), row_stride(), y_col0}; }
+};
+
+Matrix random_matrix(DType type, int64_t n, int64_t k, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Matrix m{type, n, k, {}, std::vector<double>(static_cast<size_t>(n * k))};
+  if (type == DType::kQ8_0) {
+    const int64_t nb = k / kQ8_0BlockSize;
+    m.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ8_0));
+    std::uniform_int_distribution<int> q(-128, 127);  // -128 too: files may hold it
+    for (int64_t b = 0; b < n * nb; ++b) {
+      BlockQ8_0 blk;
+      blk.d = f32_to_f16(0.01f * std::fabs(normal(rng)) + 1e-4f);
+      for (int i = 0; i < kQ8_0BlockSize; ++i) {
+        blk.qs[i] = static_cast<int8_t>(q(rng));
+        m.values[static_cast<size_t>(b * kQ8_0BlockSize + i)] = static_cast<double>(f16_to_f32(blk.d)) * blk.qs[i];
+      }
+      std::memcpy(m.bytes.data() + b * sizeof(BlockQ8_0), &blk, sizeof(blk));
+    }
+    return m;
+  }
+  const size_t es = type == DType::kF32 ? 4 : 2;
+  m.bytes.resize(static_cast<size_t>(n * k) * es);
+  for (size_t i = 0; i < m.values.size(); ++i) {
+    const float v = normal(rng);
+    if (type == DType::kF32) {
+      std::memcpy(&m.bytes[i * 4], &v, 4);
+      m.values[i] = v;
+    } else {
+      const uint16_t h = type == DType::kBF16 ? f32_to_bf16(v) : f32_to_f16(v);
+      std::memcpy(&m.bytes[i * 2], &h, 2);
+      m.values[i] = type == DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h);
+    }
+  }
+  return m;
+}
+
+std::vector<float> random_x(int64_t m, int64_t k, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(m * k));
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+// The bound on |y - Σ x·w| for one element: float32 accumulation (a sum of k/8 + 8
+// roundings at most per lane tree, twice for slack) and, for Q8_0, x's quantization to
+// int8 per block of 32: each |Δx| <= max|x in its block| / 254, plus rounding of the
+// scale (1%).
+double bound(const Matrix& w, const float* x, int64_t j) {
+  double abs_sum = 0, quant = 0;
+  for (int64_t b = 0; b < w.k; b += kQ8_0BlockSize) {
+    double amax = 0, wsum = 0;
+    for (int64_t i = b; i < std::min(w.k, b + kQ8_0BlockSize); ++i) {
+      const double wv = std::fabs(w.values[static_cast<size_t>(j * w.k + i)]);
+      abs_sum += wv * std::fabs(x[i]);
+      amax = std::max(amax, std::fabs(static_cast<double>(x[i])));
+      wsum += wv;
+    }
+    quant += amax / 254.0 * wsum;
+  }
+  const double fp = 2.0 * (static_cast<double>(w.k) / 8 + 8) * std::ldexp(1.0, -24) * abs_sum;
+  return fp + (w.type == DType::kQ8_0 ? 1.01 * quant : 0.0) + 1e-30;
+}
+
+// Runs linear() on the slices into y [m, ldy] poisoned with NaN and checks every output
+// against float64 and every other element is still NaN.
+void check(std::span<const Matrix> ws, const std::vector<float>& x, int64_t m, int64_t k, ThreadPool& pool,
+           const LinearOptions& opt, const std::string& what, std::vector<float>* out = nullptr) {
+  std::vector<WeightSlice> slices;
+  int64_t n = 0;
+  for (const Matrix& w : ws) {
+    slices.push_back(w.slice(n + 1));  // column 0 and the last stay untouched
+    n += w.n;
+  }
+  const int64_t ldy = n + 2;
+  std::vector<float> y(static_cast<size_t>(m * ldy), NAN);
+  linear(x.data(), m, k, slices, y.data(), ldy, pool, opt);
+  int64_t col = 1, bad = 0;
+  for (const Matrix& w : ws) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < w.n; ++j) {
+        double ref = 0;
+        for (int64_t c = 0; c < k; ++c) ref += static_cast<double>(x[static_cast<size_t>(i * k + c)]) * w.values[static_cast<size_t>(j * k + c)];
+        const float got = y[static_cast<size_t>(i * ldy + col + j)];
+        const double tol = bound(w, &x[static_cast<size_t>(i * k)], j);
+        if (!(std::fabs(got - ref) <= tol) && bad++ < 5)
+          ADD_FAILURE() << what << " " << dtype_name(w.type) << " row " << i << " col " << j << ": " << got << " vs " << ref << " (bound " << tol << ")";
+      }
+    col += w.n;
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    EXPECT_TRUE(std::isnan(y[static_cast<size_t>(i * ldy)])) << what << " wrote before its columns";
+    EXPECT_TRUE(std::isnan(y[static_cast<size_t>(i * ldy + ldy - 1)])) << what << " wrote past its columns";
+  }
+  if (out) *out = std::move(y);
+}
+
+std::vector<SimdLevel> levels() {
+  std::vector<SimdLevel> l;
+  for (int i = 0; i <= static_cast<int>(detected_simd_level()); ++i) l.push_back(static_cast<SimdLevel>(i));
+  return l;
+}
+
+// Restores the process's level after a test that walks the levels.
+struct LevelGuard {
+  SimdLevel saved = simd_level();
+  ~LevelGuard() { set_simd_level(saved); }
+};
+
+constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0};
+
+TEST(CpuLinear, EveryTypeAndLevelMatchesFloat64) {
+  LevelGuard guard;
+  ThreadPool pool(3);
+  std::mt19937 rng(19);
+  for (const SimdLevel level : levels()) {
+    ASSERT_EQ(set_simd_level(level), level);
+    for (const DType t : kTypes)
+      for (const int64_t m : {1, 2, 7, 64}) {
+        std::uniform_int_distribution<int64_t> nd(1, 40), kd(1, 12);
+        const int64_t n = 2 * nd(rng) + 1;                                        // odd
+        const int64_t k = t == DType::kQ8_0 ? 32 * kd(rng) : 16 * kd(rng) + kd(rng) - 1;  // off the lanes too
+        const Matrix w = random_matrix(t, n, k, rng);
+        check({&w, 1}, random_x(m, k, rng), m, k, pool, {}, std::string(simd_level_name(level)) + " m=" + std::to_string(m));
+      }
+  }
+}
+
+// x whose int8 quantization is exact (integers in every block, one of them ±127): the
+// Q8_0 products then carry only float32 rounding, a check far tighter than the bound.
+TEST(CpuLinear, Q8_0IsExactWhereActivationsQuantizeExactly) {
+  LevelGuard guard;
+  ThreadPool pool(2);
+  std::mt19937 rng(7);
+  const int64_t m = 5, n = 37, k = 256;
+  const Matrix w = random_matrix(DType::kQ8_0, n, k, rng);
+  std::vector<float> x(static_cast<size_t>(m * k));
+  std::uniform_int_distribution<int> q(-127, 127);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 32 == 5 ? 127.0f : static_cast<float>(q(rng))) * 0.03125f;
+  for (const SimdLevel level : levels()) {
+    set_simd_level(level);
+    std::vector<float> y(static_cast<size_t>(m * n), NAN);
+    const WeightSlice s = w.slice();
+    linear(x.data(), m, k, {&s, 1}, y.data(), n, pool);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double ref = 0, mag = 0;
+        for (int64_t c = 0; c < k; ++c) {
+          ref += static_cast<double>(x[static_cast<size_t>(i * k + c)]) * w.values[static_cast<size_t>(j * k + c)];
+          mag += std::fabs(x[static_cast<size_t>(i * k + c)] * w.values[static_cast<size_t>(j * k + c)]);
+        }
+        EXPECT_NEAR(y[static_cast<size_t>(i * n + j)], ref, 1e-6 * mag) << simd_level_name(level) << " " << i << "," << j;
+      }
+  }
+}
+
+TEST(CpuLinear, SlicesOfMixedTypesInOneCall) {
+  LevelGuard guard;
+  ThreadPool pool(4);
+  std::mt19937 rng(3);
+  const int64_t k = 96;
+  const std::vector<Matrix> ws = {random_matrix(DType::kBF16, 9, k, rng), random_matrix(DType::kQ8_0, 1, k, rng),
+                                  random_matrix(DType::kF32, 5, k, rng), random_matrix(DType::kF16, 3, k, rng)};
+  for (const SimdLevel level : levels()) {
+    set_simd_level(level);
+    for (const int64_t m : {1, 7}) check(ws, random_x(m, k, rng), m, k, pool, {}, simd_level_name(level));
+  }
+}
+
+// The sgemm path for long prompts (not batch-invariant) against the same reference.
+TEST(CpuLinear, FastPrefillMatchesFloat64) {
+  ThreadPool pool(2);
+  std::mt19937 rng(5);
+  const int64_t m = 64, k = 160;
+  LinearOptions opt;
+  opt.fast_prefill = true;
+  for (const DType t : kTypes) {
+    const Matrix w = random_matrix(t, 45, k, rng);
+    check({&w, 1}, random_x(m, k, rng), m, k, pool, opt, "fast prefill");
+  }
+}
+
+// Each row's outputs are the same bits whatever else is in the step and however many
+// threads share the weights: the property --numerics deterministic relies on.
+TEST(CpuLinear, RowsAreBatchAndThreadInvariant) {
+  LevelGuard guard;
+  ThreadPool one(1), four(4);
+  std::mt19937 rng(11);
+  const int64_t k = 320, n = 77, m = 64;
+  for (const SimdLevel level : levels()) {
+    set_simd_level(level);
+    for (const DType t : kTypes) {
+      const Matrix w = random_matrix(t, n, k, rng);
+      const WeightSlice s = w.slice();
+      const std::vector<float> x = random_x(m, k, rng);
+      std::vector<float> all(static_cast<size_t>(m * n)), row(static_cast<size_t>(n));
+      linear(x.data(), m, k, {&s, 1}, all.data(), n, four);
+      for (const int64_t r : {int64_t{0}, int64_t{5}, m - 1}) {
+        linear(&x[static_cast<size_t>(r * k)], 1, k, {&s, 1}, row.data(), n, one);
+        EXPECT_EQ(0, std::memcmp(row.data(), &all[static_cast<size_t>(r * n)], row.size() * 4))
+            << simd_level_name(level) << " " << dtype_name(t) << " row " << r;
+      }
+    }
+  }
+}
+
+// Q8_0's integer dot products are exact at every SIMD level, and the float steps after
+// them are the same: AVX2, AVX-512 and VNNI give the same bits.
+TEST(CpuLinear, Q8_0SimdLevelsAgreeBitwise) {
+  LevelGuard guard;
+  if (detected_simd_level() < SimdLevel::kAvx512) GTEST_SKIP() << "needs two SIMD levels above scalar";
+  ThreadPool pool(2);
+  std::mt19937 rng(13);
+  const int64_t m = 7, n = 29, k = 512;
+  const Matrix w = random_matrix(DType::kQ8_0, n, k, rng);
+  const WeightSlice s = w.slice();
+  const std::vector<float> x = random_x(m, k, rng);
+  std::vector<float> base(static_cast<size_t>(m * n)), y(base.size());
+  set_simd_level(SimdLevel::kAvx2);
+  linear(x.data(), m, k, {&s, 1}, base.data(), n, pool);
+  for (const SimdLevel level : levels()) {
+    if (level <= SimdLevel::kAvx2) continue;
+    set_simd_level(level);
+    linear(x.data(), m, k, {&s, 1}, y.data(), n, pool);
+    EXPECT_EQ(0, std::memcmp(y.data(), base.data(), y.size() * 4)) << simd_level_name(level);
+  }
+}
+
+TEST(CpuLinear, LevelsAreClampedAndNamed) {
+  LevelGuard guard;
+  EXPECT_EQ(set_simd_level(SimdLevel::kAvx512Vnni), detected_simd_level());
+  EXPECT_EQ(set_simd_level(SimdLevel::kScalar), SimdLevel::kScalar);
+  EXPECT_STREQ(simd_level_name(SimdLevel::kAvx512Vnni), "avx512vnni");
+  EXPECT_FALSE(linear_supports(DType::kQ4_K));
+  std::printf("SIMD level on this machine: %s\n", simd_level_name(detected_simd_level()));
+}
+
+}  // namespace
+}  // namespace sy::cpu

@@ -137,6 +137,7 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
   rr.prompt_tokens = r->prompt_tokens();
   rr.block_size = fleet_->size() > 0 ? fleet_->info(0).block_size : 16;
   rr.session_key = r->session_key();
+  rr.now_s = clock_->now_s();
   const auto choice = router_->choose(rr, states);
   if (!choice || paused_) {
     if (strict) return false;

@@ -1,10 +1,22 @@
 // Prefix-aware routing: the replica with the lowest predicted time to first token,
-// (queued prefill work + this prompt's uncached tokens) × its prefill cost per token,
-// among replicas under the load bound. Equal predictions are broken by rendezvous
-// hashing of the prompt's first block, so a prefix keeps landing on the same replica
-// and losing a replica moves only the prefixes it held.
+// (queued prefill work + this prompt's uncached tokens) × its measured prefill cost per
+// token (measured from real first tokens, so a slow replica costs more), among replicas
+// under the in-flight bound (nobody takes more than load_bound × the mean, counting this
+// request). Equal predictions are broken by rendezvous hashing of the prompt's first
+// block, so a prefix keeps landing on the same replica and losing a replica moves only
+// the prefixes it held.
+//
+// Sessions: where clients name them (`user`), a session's first request goes to the
+// replica whose live sessions would cost it least, (sessions + 1) × its prefill cost per
+// token, and the cache decides only among those equally loaded. That keeps a multi-turn
+// workload balanced: a session's later turns follow its cached context home, so where a
+// session starts decides where its work lands for its whole life, and the shared system
+// prompt a first turn matches would otherwise pull every session of an agent type onto
+// one replica (measured on the agentic bench: busiest/least in flight 3.5). A slow
+// replica (a high measured cost) is home to proportionally fewer sessions.
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 #include "policy/router.h"
@@ -26,15 +38,22 @@ class PrefixRouter : public Router {
         ++available;
       }
     if (available == 0) return std::nullopt;
-    // Consistent hashing with bounded loads: nobody takes more than load_bound × the
-    // mean (counting this request), rounded up.
-    const auto bound = static_cast<int64_t>(std::ceil(options_.load_bound * static_cast<double>(total_in_flight + 1) / available));
+    // Consistent hashing with bounded loads.
+    const auto flight_bound = static_cast<int64_t>(
+        std::ceil(options_.load_bound * static_cast<double>(total_in_flight + 1) / available));
+    const bool new_session = req.session_key != 0 && is_new_session(req.session_key, req.now_s);
+    std::vector<int64_t> homes = new_session ? home_counts(replicas) : std::vector<int64_t>();
     auto pick = [&](bool bounded) -> std::optional<size_t> {
+      auto eligible = [&](const ReplicaState& r) { return r.available && (!bounded || r.in_flight + 1 <= flight_bound); };
+      // A new session: only the replicas whose sessions would cost least.
+      double min_home_load = std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < homes.size(); ++i)
+        if (eligible(replicas[i])) min_home_load = std::min(min_home_load, home_load(replicas[i], homes[i]));
       std::vector<double> cost(replicas.size(), std::numeric_limits<double>::infinity());
       double min_cost = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < replicas.size(); ++i) {
         const ReplicaState& r = replicas[i];
-        if (!r.available || (bounded && r.in_flight + 1 > bound)) continue;
+        if (!eligible(r) || (!homes.empty() && home_load(r, homes[i]) > min_home_load * (1 + 1e-9))) continue;
         const int64_t cached = std::min<int64_t>(static_cast<int64_t>(r.matched_blocks) * req.block_size, req.prompt_tokens);
         cost[i] = static_cast<double>(r.pending_prefill_tokens + req.prompt_tokens - cached) * r.prefill_s_per_token;
         min_cost = std::min(min_cost, cost[i]);
@@ -51,15 +70,47 @@ class PrefixRouter : public Router {
       }
       return best;
     };
-    // Everyone over the bound (a burst on few replicas): fall back to pure cost.
+    // Everyone over a bound (a burst on few replicas): fall back to pure cost.
     auto best = pick(true);
     if (!best) best = pick(false);
+    if (best && req.session_key != 0) sessions_[req.session_key] = {replicas[*best].id_hash, req.now_s};
     return best;
   }
 
  private:
+  struct Session {
+    uint64_t replica_id_hash;
+    double last_s;
+  };
+
+  // The cost of a replica's live sessions with one more: a slow replica's count weighs more.
+  static double home_load(const ReplicaState& r, int64_t homes) { return static_cast<double>(homes + 1) * r.prefill_s_per_token; }
+
+  // True when `key` has no live session; forgets sessions not seen for the TTL (swept at
+  // most once a second, so the table holds the sessions of the last TTL).
+  bool is_new_session(uint64_t key, double now_s) {
+    if (now_s >= next_sweep_s_) {
+      next_sweep_s_ = now_s + 1;
+      std::erase_if(sessions_, [&](const auto& kv) { return now_s - kv.second.last_s > options_.session_ttl_s; });
+    }
+    return !sessions_.contains(key);
+  }
+
+  std::vector<int64_t> home_counts(std::span<const ReplicaState> replicas) const {
+    std::unordered_map<uint64_t, int64_t> by_id;
+    for (const auto& [key, s] : sessions_) ++by_id[s.replica_id_hash];
+    std::vector<int64_t> homes(replicas.size(), 0);
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      auto it = by_id.find(replicas[i].id_hash);
+      if (it != by_id.end()) homes[i] = it->second;
+    }
+    return homes;
+  }
+
   RouterOptions options_;
   const char* name_;
+  std::unordered_map<uint64_t, Session> sessions_;
+  double next_sweep_s_ = 0;
 };
 
 }  // namespace

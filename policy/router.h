@@ -29,6 +29,7 @@ struct RouteRequest {
   int32_t prompt_tokens = 0;
   int32_t block_size = 16;
   uint64_t session_key = 0;    // a hash of the client's session id (`user`); 0: none given
+  double now_s = 0;            // the caller's clock, for policies that remember sessions
 };
 
 class Router {
@@ -42,6 +43,9 @@ class Router {
 struct RouterOptions {
   double load_bound = 1.25;      // a replica takes at most load_bound × the mean load (+1)
   double tie_tolerance_s = 0.002;  // predicted TTFTs this close count as equal
+  // The prefix router remembers where each session (a request's session_key) went: a
+  // session not seen for this long is gone, and no longer counts as a replica's load.
+  double session_ttl_s = 120;
 };
 
 // "prefix" (default), "approximate" (the prefix router; the caller fills matched_blocks

@@ -77,6 +77,61 @@ TEST(PrefixRouter, SamePrefixSameReplicaAndLosingOneMovesOnlyItsKeys) {
   EXPECT_EQ(moved, share[2]);
 }
 
+// Multi-turn sessions: a session's first turn matches only its agent type's system
+// prompt, which one replica holds; its later turns match their own growing context.
+// The router must spread the sessions' homes (every later turn goes home) instead of
+// piling each agent type onto the replica holding its system prompt.
+TEST(PrefixRouter, NewSessionsSpreadAndLaterTurnsGoHome) {
+  SplitMixRandom rnd(3);
+  auto router = make_router("prefix", {}, rnd);
+  const int kReplicas = 4, kSessions = 40, kTypes = 4;
+  std::map<uint64_t, size_t> home;  // session → replica of its first turn
+  std::vector<int> homes(kReplicas, 0);
+  for (int s = 0; s < kSessions; ++s) {
+    const int type = s % kTypes;
+    // Type t's 3,000-token system prompt (187 blocks) is cached on replica t % 2 only.
+    std::vector<ReplicaState> r;
+    for (int i = 0; i < kReplicas; ++i) r.push_back(replica(i + 1, 0, i == type % 2 ? 187 : 0));
+    const auto got = router->choose({.affinity_key = 100u + type, .prompt_tokens = 3200, .block_size = 16,
+                                     .session_key = 5000u + s, .now_s = s * 0.5},
+                                    r);
+    ASSERT_TRUE(got.has_value());
+    home[s] = *got;
+    ++homes[*got];
+  }
+  // Ten each; by cost alone replicas 0 and 1 would take all 40.
+  for (int i = 0; i < kReplicas; ++i) EXPECT_EQ(homes[i], 10) << "replica " << i;
+  // A later turn goes where its context is cached, even to the busiest home.
+  for (int s = 0; s < kSessions; ++s) {
+    std::vector<ReplicaState> r;
+    for (int i = 0; i < kReplicas; ++i) r.push_back(replica(i + 1, 1, static_cast<size_t>(i) == home[s] ? 400 : 187));
+    const auto got = router->choose({.affinity_key = 100u + s % kTypes, .prompt_tokens = 6500, .block_size = 16,
+                                     .session_key = 5000u + s, .now_s = 30},
+                                    r);
+    EXPECT_EQ(got, home[s]) << "session " << s;
+  }
+}
+
+// A session not seen for the TTL no longer counts as its replica's load, and a replica
+// whose measured prefill cost is high (a slow one) is home to proportionally fewer sessions.
+TEST(PrefixRouter, GoneSessionsStopCountingAndSlowReplicasGetNoNewSessions) {
+  SplitMixRandom rnd(5);
+  auto router = make_router("prefix", {.session_ttl_s = 60}, rnd);
+  std::vector<ReplicaState> two = {replica(1), replica(2)};
+  two[1].prefill_s_per_token = 5e-3;  // replica 1 is five times slower
+  std::map<size_t, int> first;
+  for (uint64_t s = 1; s <= 10; ++s) ++first[*router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = s, .now_s = 0}, two)];
+  // (sessions + 1) × cost: the slow replica takes a session when the fast one holds 5
+  // (6 × 1 ms > 1 × 5 ms), and its second only past 9.
+  EXPECT_EQ(first[0], 9);
+  EXPECT_EQ(first[1], 1);
+  // 100 s later those sessions are gone: the fast replica takes the next ones again.
+  std::map<size_t, int> later;
+  for (uint64_t s = 11; s <= 14; ++s) ++later[*router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = s, .now_s = 100}, two)];
+  EXPECT_EQ(later[0], 4);
+  EXPECT_EQ(later[1], 0);
+}
+
 TEST(BaselineRouters, RoundRobinAndLeastLoaded) {
   SplitMixRandom rnd(7);
   auto rr = make_router("round_robin", {}, rnd);

@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -100,7 +104,7 @@ class RawClient {
       ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     beast::error_code ec;
     socket_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
-    testing::set_receive_timeout(socket_, 10);
+    testing::set_receive_timeout(socket_.native_handle(), 10);
   }
   bool send(const std::string& bytes) {
     beast::error_code ec;

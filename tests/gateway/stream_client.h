@@ -1,11 +1,9 @@
 // A blocking client for the gateway's streamed completions with a deadline for the
 // whole exchange (a stream that trickles forever still ends at the deadline), and what
-// a client sees of a stream: its text, whether it ended with `[DONE]`, and errors.
+// a client sees of a stream: its text, whether it ended with `[DONE]`, and errors. The
+// clients are in stream_client.cpp (the sy_test_http library).
 #pragma once
 
-#include <poll.h>
-
-#include <boost/beast/http/parser.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -21,100 +19,27 @@ struct TimedResult {
 };
 
 // One request on a fresh connection (`Connection: close`), given up at `deadline`.
-inline TimedResult timed_request(uint16_t port, const std::string& method, const std::string& target, const std::string& body,
-                                 std::chrono::steady_clock::time_point deadline) {
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  TimedResult out;
-  auto finish = [&] {
-    out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    return out;
-  };
-  net::io_context ioc;
-  tcp::socket s(ioc);
-  beast::error_code ec;
-  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
-  if (ec) return finish();
-  net::write(s, net::buffer(request_text(method, target, body, "Connection: close\r\n")), ec);
-  if (ec) return finish();
-  bhttp::response_parser<bhttp::string_body> p;
-  p.body_limit(64 << 20);
-  p.eager(true);
-  std::string pending;
-  char buf[16384];
-  while (!p.is_done()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    pollfd pfd{s.native_handle(), POLLIN, 0};
-    if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(left)) == 0) {
-      out.timed_out = true;
-      return finish();
-    }
-    const ssize_t n = ::recv(s.native_handle(), buf, sizeof buf, 0);
-    if (n <= 0) {
-      if (n == 0) p.put_eof(ec);
-      break;
-    }
-    pending.append(buf, static_cast<size_t>(n));
-    while (!pending.empty() && !p.is_done()) {
-      const size_t used = p.put(net::buffer(pending), ec);
-      if (ec == bhttp::error::need_more) ec = {};
-      if (ec) return finish();
-      if (used == 0) break;
-      pending.erase(0, used);
-    }
-  }
-  if (!p.is_done()) return finish();
-  out.http.status = p.get().result_int();
-  out.http.body = p.get().body();
-  for (const auto& f : p.get()) {
-    std::string name(f.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out.http.headers[name] = std::string(f.value());
-  }
-  return finish();
-}
+TimedResult timed_request(uint16_t port, const std::string& method, const std::string& target, const std::string& body,
+                          std::chrono::steady_clock::time_point deadline);
 
 // A client that sends one request and then reads as little as it likes before it
 // leaves (closes its socket), to test what the server frees when a client goes.
 class LeavingClient {
  public:
-  LeavingClient(uint16_t port, const std::string& target, const std::string& body) : socket_(ioc_) {
-    beast::error_code ec;
-    socket_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
-    if (!ec) net::write(socket_, net::buffer(request_text("POST", target, body, {})), ec);
-    sent_ = !ec;
-  }
-  bool sent() const { return sent_; }
+  LeavingClient(uint16_t port, const std::string& target, const std::string& body);
+  ~LeavingClient();
+  LeavingClient(const LeavingClient&) = delete;
+  LeavingClient& operator=(const LeavingClient&) = delete;
+  bool sent() const { return fd_ >= 0; }
   // Reads until `count` SSE data lines came in all (false at `limit` or the end).
-  bool read_events(int count, std::chrono::milliseconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    char buf[16384];
-    while (events() < count) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-      pollfd pfd{socket_.native_handle(), POLLIN, 0};
-      if (left <= 0 || ::poll(&pfd, 1, static_cast<int>(left)) <= 0) return false;
-      const ssize_t n = ::recv(socket_.native_handle(), buf, sizeof buf, 0);
-      if (n <= 0) return false;
-      received_.append(buf, static_cast<size_t>(n));
-    }
-    return true;
-  }
+  bool read_events(int count, std::chrono::milliseconds limit);
   const std::string& received() const { return received_; }
-  void leave() {
-    beast::error_code ec;
-    socket_.close(ec);
-  }
+  void leave();
 
  private:
-  int events() const {
-    int n = 0;
-    for (size_t at = 0; (at = received_.find("data: ", at)) != std::string::npos; at += 6) ++n;
-    return n;
-  }
+  int events() const;
 
-  net::io_context ioc_;
-  tcp::socket socket_;
-  bool sent_ = false;
+  int fd_ = -1;
   std::string received_;
 };
 

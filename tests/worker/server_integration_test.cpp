@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <future>
 #include <map>
 #include <set>
@@ -19,6 +22,8 @@ namespace sy::testing {
 namespace {
 
 using nlohmann::json;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
 using namespace std::chrono_literals;
 
 const char kModel[] = "qwen3-tiny-bf16.gguf";

@@ -1,6 +1,14 @@
 #include "common/worker_metrics.h"
 
+#include <chrono>
+
 namespace sy {
+
+ThroughputMeter::Rates sample_throughput(ThroughputMeter& meter, const WorkerStats& st) {
+  const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return meter.sample(now, st.generation_tokens_total.load(),
+                      st.prompt_tokens_total.load() - st.prefix_cache_hit_tokens_total.load());
+}
 
 WorkerMetrics register_worker_metrics(MetricsRegistry& m, const WorkerStats& st,
                                       std::function<bool()> ready) {
@@ -35,6 +43,12 @@ WorkerMetrics register_worker_metrics(MetricsRegistry& m, const WorkerStats& st,
              [ready = std::move(ready)] { return ready() ? 1.0 : 0.0; });
 
   WorkerMetrics out;
+  out.throughput = std::make_shared<ThroughputMeter>(10.0);
+  m.gauge_fn("switchyard_worker_generation_tokens_per_second", "Tokens generated per second over the last 10 s.",
+             [meter = out.throughput, &st] { return sample_throughput(*meter, st).generated_per_s; });
+  m.gauge_fn("switchyard_worker_prompt_tokens_per_second",
+             "Prompt tokens computed per second (accepted, not from the prefix cache) over the last 10 s.",
+             [meter = out.throughput, &st] { return sample_throughput(*meter, st).prompt_per_s; });
   const char* routes[kNumWorkerRoutes] = {"/v1/completions", "/v1/chat/completions",
                                           "/internal/generate", "/internal/kv-events"};
   for (int i = 0; i < kNumWorkerRoutes; ++i)

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "common/metrics.h"
+#include "common/throughput_meter.h"
 
 namespace sy {
 
@@ -36,7 +38,12 @@ struct WorkerMetrics {
   Histogram* itl = nullptr;   // between two tokens of a request, seconds
   Histogram* e2e = nullptr;   // arrival to last byte queued, seconds
   Counter* requests_total[kNumWorkerRoutes] = {};
+  // Tokens per second over the last 10 s, behind switchyard_worker_*_tokens_per_second.
+  std::shared_ptr<ThroughputMeter> throughput;
 };
+
+// The worker's throughput now: its counters sampled into `meter` at the steady clock's time.
+ThroughputMeter::Rates sample_throughput(ThroughputMeter& meter, const WorkerStats& stats);
 
 // Registers every switchyard_worker_* family in `registry`: gauges and counters read
 // from `stats` (which must outlive the registry), switchyard_worker_ready from `ready`,

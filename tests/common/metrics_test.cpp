@@ -1,11 +1,12 @@
 // The Prometheus registry: exact exposition text (HELP/TYPE once per family, labels,
 // escaping, cumulative histogram buckets with +Inf, _sum and _count), and updates from
-// several threads adding up.
+// several threads adding up; the throughput meter's rates over its window.
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "common/metrics.h"
+#include "common/throughput_meter.h"
 
 namespace sy {
 namespace {
@@ -99,6 +100,28 @@ TEST(Metrics, ConcurrentUpdatesAddUp) {
   EXPECT_EQ(h.snapshot().count, 40000u);
   EXPECT_EQ(reg.gauge("g", "G.").value(), 40000);
   EXPECT_NE(reg.expose().find("d_bucket{le=\"0.005\"} 40000\n"), std::string::npos);
+}
+
+// The meter behind switchyard_worker_*_tokens_per_second, driven by a fake clock.
+TEST(ThroughputMeter, RatesOverTheWindowAndIdleFallsToZero) {
+  ThroughputMeter m(10);
+  EXPECT_EQ(m.sample(100, 0, 0).span_s, 0);  // one sample: no rate yet
+  ThroughputMeter::Rates r = m.sample(101, 50, 1000);
+  EXPECT_DOUBLE_EQ(r.generated_per_s, 50);
+  EXPECT_DOUBLE_EQ(r.prompt_per_s, 1000);
+  EXPECT_DOUBLE_EQ(r.span_s, 1);
+  // 20 tokens a second from then on and no prompts: the window forgets the first second.
+  for (int t = 102; t <= 130; ++t) r = m.sample(t, 50 + (t - 101) * 20, 1000);
+  EXPECT_NEAR(r.generated_per_s, 20, 1e-9);
+  EXPECT_NEAR(r.prompt_per_s, 0, 1e-9);
+  EXPECT_NEAR(r.span_s, 10, 1e-9);
+  // A second scrape 0.1 s later (no new sample) still measures from the window's start.
+  r = m.sample(130.1, 50 + 29 * 20 + 2, 1000);
+  EXPECT_NEAR(r.generated_per_s, 202 / 10.1, 1e-9);
+  // Idle for longer than the window: the rate is zero, not the last busy value.
+  r = m.sample(145, 50 + 29 * 20, 1000);
+  EXPECT_DOUBLE_EQ(r.generated_per_s, 0);
+  EXPECT_DOUBLE_EQ(r.span_s, 15);
 }
 
 }  // namespace

@@ -5,6 +5,11 @@
 // flight end with an error event), let connections drain for a few seconds, close the
 // rest.
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <atomic>
+#include <functional>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -17,6 +22,7 @@
 #include "common/http/server_metrics.h"
 #include "common/model_identity.h"
 #include "common/model_source.h"
+#include "common/worker_metrics.h"
 #include "common/tokenizer/tokenizer.h"
 #include "policy/block_hash.h"
 #include "worker/backend/backend.h"
@@ -103,8 +109,28 @@ int run_serve(const std::vector<std::string>& argv) {
   engine.set_fatal_handler([](const std::string&) { std::raise(SIGTERM); });
   engine.start();  // /ready turns 200 after its warm-up step
 
+  // Every 10 s that saw work, the worker's speed in its log (also in /metrics).
+  auto speed_strand = boost::asio::make_strand(ioc);
+  boost::asio::steady_timer speed_timer(speed_strand);
+  std::atomic<bool> stopping{false};
+  std::function<void()> log_speed = [&] {
+    speed_timer.expires_after(std::chrono::seconds(10));
+    speed_timer.async_wait([&](boost::system::error_code ec) {
+      if (ec || stopping) return;
+      const ThroughputMeter::Rates r = sample_throughput(api.throughput(), engine.stats());
+      if (r.generated_per_s > 0 || r.prompt_per_s > 0)
+        std::fprintf(stderr, "throughput (last %.0f s): %.1f tok/s generated, %.1f tok/s of prompt computed; %lld running, %lld waiting\n",
+                     r.span_s, r.generated_per_s, r.prompt_per_s, static_cast<long long>(engine.stats().requests_running.load()),
+                     static_cast<long long>(engine.stats().requests_waiting.load()));
+      log_speed();
+    });
+  };
+  boost::asio::post(speed_strand, log_speed);
+
   http::serve_until_signal(ioc, server,
                            {"switchyard-worker", f.http_threads, kDrainTime}, [&] {
+                             stopping = true;
+                             boost::asio::post(speed_strand, [&] { speed_timer.cancel(); });
                              api.shutdown();
                              // Requests in flight finish with an abort, reported to their clients.
                              engine.stop();

@@ -69,6 +69,7 @@ void WorkerServer::register_metrics() {
   const WorkerMetrics m = register_worker_metrics(
       metrics_, engine_.stats(), [this] { return engine_.ready() && !shared_->stopping.load(); });
   ttft_ = m.ttft;
+  throughput_ = m.throughput;
   itl_ = m.itl;
   for (int i = 0; i < kNumWorkerRoutes; ++i) shared_->requests_total[i] = m.requests_total[i];
   shared_->e2e = m.e2e;

@@ -49,6 +49,8 @@ class WorkerServer : public LatencyObserver {
   // The routes, for an http::HttpServer.
   http::Router router();
   MetricsRegistry& metrics() { return metrics_; }
+  // Tokens per second over the last 10 s (the meter behind /metrics' *_tokens_per_second).
+  ThroughputMeter& throughput() { return *throughput_; }
 
   // Before the engine stops: new requests get 503 and event streams end.
   void shutdown();
@@ -77,6 +79,7 @@ class WorkerServer : public LatencyObserver {
   ModelLimits limits_;
   MetricsRegistry metrics_;
   Histogram* ttft_ = nullptr;
+  std::shared_ptr<ThroughputMeter> throughput_;
   Histogram* itl_ = nullptr;
   std::shared_ptr<Shared> shared_;
   const int64_t started_at_;  // unix seconds, for /v1/models

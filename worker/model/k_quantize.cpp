@@ -17,7 +17,16 @@ namespace {
 constexpr int kSearchSteps = 10;
 constexpr float kSearchDelta = 0.1f;
 
-int nearest(float v) { return static_cast<int>(std::lrintf(v)); }
+// Round to nearest, ties to even, as lrintf in the default mode, without its library call
+// (the search rounds every value 21 times): adding 1.5 * 2^23 leaves the rounded integer
+// in the low mantissa bits. The clamp keeps |v| < 2^22, where that holds; callers clamp
+// the result to a few dozen levels anyway.
+int nearest(float v) {
+  float t = std::clamp(v, -4.0e6f, 4.0e6f) + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &t, 4);
+  return (bits & 0x007fffff) - 0x00400000;
+}
 
 struct ScaleMin {
   float scale = 0, min = 0;  // x ≈ scale * q - min, min >= 0
@@ -33,18 +42,20 @@ ScaleMin fit_scale_min(const float* x, int n, int nmax) {
   }
   if (hi <= lo) return {0.0f, -lo};  // all values equal lo (<= 0): the min alone holds them
   ScaleMin best{(hi - lo) / static_cast<float>(nmax), -lo};
-  float best_err = INFINITY;
+  float best_err = INFINITY, sx = 0, sxx = 0;
+  for (int i = 0; i < n; ++i) {
+    sx += x[i];
+    sxx += x[i] * x[i];
+  }
   for (int step = -kSearchSteps; step <= kSearchSteps; ++step) {
     const float inv = (static_cast<float>(nmax) + kSearchDelta * static_cast<float>(step)) / (hi - lo);
     // The levels this scale picks, then the least-squares scale and offset for them.
-    float sq = 0, sqq = 0, sx = 0, sqx = 0;
-    int q[32];
+    float sq = 0, sqq = 0, sqx = 0;
     for (int i = 0; i < n; ++i) {
-      q[i] = std::clamp(nearest((x[i] - lo) * inv), 0, nmax);
-      sq += static_cast<float>(q[i]);
-      sqq += static_cast<float>(q[i] * q[i]);
-      sx += x[i];
-      sqx += static_cast<float>(q[i]) * x[i];
+      const auto q = static_cast<float>(std::clamp(nearest((x[i] - lo) * inv), 0, nmax));
+      sq += q;
+      sqq += q * q;
+      sqx += q * x[i];
     }
     const float det = static_cast<float>(n) * sqq - sq * sq;
     if (det <= 0) continue;
@@ -55,11 +66,8 @@ ScaleMin fit_scale_min(const float* x, int n, int nmax) {
       a = sqx / sqq;
     }
     if (a <= 0) continue;
-    float err = 0;
-    for (int i = 0; i < n; ++i) {
-      const float e = a * static_cast<float>(q[i]) + b - x[i];
-      err += e * e;
-    }
+    // Σ (a q + b - x)² expanded over the sums: no second pass over the values.
+    const float err = a * a * sqq + 2 * a * b * sq + static_cast<float>(n) * b * b - 2 * a * sqx - 2 * b * sx + sxx;
     if (err < best_err) {
       best_err = err;
       best = {a, -b};
@@ -79,19 +87,16 @@ float fit_symmetric_scale(const float* x, int n) {
   for (int step = -kSearchSteps; step <= kSearchSteps; ++step) {
     const float inv = -(32.0f + kSearchDelta * static_cast<float>(step)) / extreme;
     float sqq = 0, sqx = 0;
-    int q[16];
     for (int i = 0; i < n; ++i) {
-      q[i] = std::clamp(nearest(x[i] * inv), -32, 31);
-      sqq += static_cast<float>(q[i] * q[i]);
-      sqx += static_cast<float>(q[i]) * x[i];
+      const auto q = static_cast<float>(std::clamp(nearest(x[i] * inv), -32, 31));
+      sqq += q * q;
+      sqx += q * x[i];
     }
     if (sqq == 0) continue;
+    // With the least-squares a, Σ (a q - x)² = Σx² - a Σqx; Σx² is the same for every
+    // candidate, so the largest a Σqx wins.
     const float a = sqx / sqq;
-    float err = 0;
-    for (int i = 0; i < n; ++i) {
-      const float e = a * static_cast<float>(q[i]) - x[i];
-      err += e * e;
-    }
+    const float err = -a * sqx;
     if (err < best_err) {
       best_err = err;
       best = a;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <map>
 #include <random>
@@ -137,6 +139,19 @@ TEST(Sampler, LogprobsComeFromTheRawLogits) {
   EXPECT_EQ(r.top_logprobs[0].first, 1);
   EXPECT_EQ(r.top_logprobs[1].first, 4);
   EXPECT_NEAR(r.top_logprobs[0].second, 3.0 - std::log(z), 1e-6);
+}
+
+// A grammar's mask puts refused tokens at -inf. A draw at the very top of the cumulative
+// sum (u = 1, or rounding) used to fall back to the last candidate, a refused token.
+TEST(Sampler, ADrawAtTheTopNeverTakesATokenOfNoProbability) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> masked = {1.0f, -inf, -inf, 0.5f, -inf};
+  SamplingParams p = params(1.0f);
+  for (double u : {0.0, 0.5, 0.999999, 1.0}) {
+    const SampleResult r = sample_token_with_draw(masked, p, u, {}, {});
+    EXPECT_TRUE(r.id == 0 || r.id == 3) << "u = " << u << " drew token " << r.id;
+  }
+  EXPECT_EQ(sample_token_with_draw(masked, p, 1.0, {}, {}).id, 3);  // the last allowed one
 }
 
 }  // namespace

@@ -61,33 +61,40 @@ class Engine::Impl {
     return *masker;
   }
 
-  // The row's logits with every token the grammar refuses at -inf; false when none is
-  // allowed (the grammar always leaves a byte to write, so this is a bug, not an input).
-  bool mask_row(Sequence& s, std::span<const float> row) {
+  // The tokens the grammar allows next, within the vocabulary, in `allowed` (sorted);
+  // false when there is none (the grammar always leaves a byte to write, so that is a
+  // bug, not an input).
+  bool allowed_tokens(Sequence& s, int32_t vocab) {
     token_masker().allowed_tokens(*s.request.grammar, *s.grammar_state, allowed);
+    std::erase_if(allowed, [&](int32_t id) { return id < 0 || id >= vocab; });
+    std::sort(allowed.begin(), allowed.end());
+    return !allowed.empty();
+  }
+
+  // The row's logits with every token not in `allowed` at -inf.
+  std::span<const float> masked_row(std::span<const float> row) {
     masked.assign(row.size(), -INFINITY);
-    bool any = false;
-    for (int32_t id : allowed)
-      if (id >= 0 && static_cast<size_t>(id) < row.size()) masked[static_cast<size_t>(id)] = row[static_cast<size_t>(id)], any = true;
-    return any;
+    for (int32_t id : allowed) masked[static_cast<size_t>(id)] = row[static_cast<size_t>(id)];
+    return masked;
   }
 
-  // Ends a running sequence with kError (it is dropped by the caller).
-  void fail_sequence(Sequence& s, const std::string& why) {
-    FinishEvent f;
-    f.reason = FinishReason::kError;
-    f.error = why;
-    f.prompt_tokens = s.prompt_len;
-    f.completion_tokens = s.num_generated();
-    if (s.request.sink) s.request.sink->on_finish(std::move(f));
-  }
-
-  void fail(EngineRequest& r, std::string why) {
+  static void finish_with_error(const std::shared_ptr<RequestSink>& sink, std::string why, int32_t prompt_tokens,
+                                int32_t completion_tokens) {
     FinishEvent f;
     f.reason = FinishReason::kError;
     f.error = std::move(why);
-    f.prompt_tokens = static_cast<int32_t>(r.prompt_ids.size());
-    if (r.sink) r.sink->on_finish(std::move(f));
+    f.prompt_tokens = prompt_tokens;
+    f.completion_tokens = completion_tokens;
+    if (sink) sink->on_finish(std::move(f));
+  }
+
+  // Ends a running sequence with kError (it is dropped by the caller).
+  void fail_sequence(Sequence& s, std::string why) {
+    finish_with_error(s.request.sink, std::move(why), s.prompt_len, s.num_generated());
+  }
+
+  void fail(EngineRequest& r, std::string why) {
+    finish_with_error(r.sink, std::move(why), static_cast<int32_t>(r.prompt_ids.size()), 0);
   }
 
   void accept(EngineRequest r) {
@@ -185,30 +192,24 @@ class Engine::Impl {
         const bool penalties = p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
         bool sampled = false;
         if (s->grammar_state) {
-          if (!mask_row(*s, row_logits)) {
+          if (!allowed_tokens(*s, vocab)) {
             ++row;
             fail_sequence(*s, "constrained decoding: no token of the vocabulary continues the tool call");
             finished.push_back(s);
             continue;
           }
           if (!penalties && allowed.size() * 4 < row_logits.size()) {
-            // Few allowed tokens: the same draw over them only (sample_token_among).
-            std::sort(allowed.begin(), allowed.end());
-            std::erase_if(allowed, [&](int32_t id) { return id < 0 || id >= vocab; });
+            // Few allowed tokens: the same draw over them only, without a masked copy of the row.
             r = sample_token_among(row_logits, allowed, p, sampling_uniform(s->seed, s->num_generated()));
             sampled = true;
+          } else {
+            row_logits = masked_row(row_logits);
           }
-          row_logits = masked;
         }
         if (!sampled) {
           const std::span<const int32_t> context(s->tokens);
           r = sample_token(row_logits, p, s->seed, s->num_generated(), context, context.subspan(static_cast<size_t>(s->prompt_len)));
         }
-        // The draw's fallback (a draw at the very top of the cumulative sum, within
-        // rounding) takes the last candidate, which under a mask can be a refused token:
-        // take the best allowed one instead.
-        if (s->grammar_state && std::isinf(masked[static_cast<size_t>(r.id)]))
-          r.id = static_cast<int32_t>(std::max_element(masked.begin(), masked.end()) - masked.begin());
       }
       ++row;
       if (s->grammar_state && !engine.tokenizer_->is_stop(r.id) &&

@@ -111,6 +111,10 @@ SampleResult sample_token_with_draw(std::span<const float> logits, const Samplin
       while (i < keep && prob[i] >= floor) ++i;
       keep = i;
     }
+    // Candidates of no probability (a logit of -inf: a token a grammar refuses) are never
+    // drawn, also not by the fallback below that takes the last one when rounding leaves
+    // the draw at the very top of the sum.
+    while (keep > 1 && !(prob[keep - 1] > 0)) --keep;
     double total = 0;
     for (size_t i = 0; i < keep; ++i) total += prob[i];
     const double u = uniform * total;

@@ -131,22 +131,22 @@ int run_generate(const std::vector<std::string>& argv) {
 }
 
 int run_make_model(const std::vector<std::string>& argv) {
-  Args a(argv, {"arch", "preset", "tokenizer-from", "out", "dtype", "seed"}, {});
+  Args a(argv, {"arch", "preset", "tokenizer-from", "out", "type", "dtype", "seed"}, {});
   MakeModelOptions o;
   o.arch = a.get("arch");
   o.preset = a.get("preset");
   o.tokenizer_from = a.get("tokenizer-from");
   o.out = a.get("out");
   o.seed = static_cast<uint64_t>(a.get_int("seed", 1));
-  const std::string dt = a.get_or("dtype", "bf16");
-  if (dt == "bf16") o.dtype = DType::kBF16;
-  else if (dt == "f16") o.dtype = DType::kF16;
-  else if (dt == "f32") o.dtype = DType::kF32;
-  else if (dt == "q8_0") o.dtype = DType::kQ8_0;
-  else throw UsageError("--dtype must be bf16, f16, f32 or q8_0");
+  // --dtype is the older spelling of --type.
+  if (a.has("type") && a.has("dtype")) throw UsageError("give --type or --dtype, not both");
+  const std::string dt = a.has("dtype") ? a.get("dtype") : a.get_or("type", "bf16");
+  const auto type = parse_file_type(dt);
+  if (!type) throw UsageError("--type must be bf16, f16, f32, q8_0, q4_0, q4_k_m or q6_k, not '" + dt + "'");
+  o.type = *type;
   const int64_t params = make_model(o);
   std::fprintf(stderr, "wrote %s: %s preset %s, %.3f B parameters, %s\n", o.out.c_str(), o.arch.c_str(), o.preset.c_str(),
-               static_cast<double>(params) / 1e9, dt.c_str());
+               static_cast<double>(params) / 1e9, file_type_name(o.type));
   return 0;
 }
 

@@ -24,7 +24,7 @@ const char kUsage[] =
     "             --max-tokens N [--temperature 0] [--json] [--ignore-eos] [--prefill-chunk N]\n"
     "             [--device cpu|cuda[:N]] [--numerics auto|deterministic|fast] [--tp N] [--pcp N]\n"
     "  make-model --arch qwen3|llama|qwen2 --preset NAME --tokenizer-from GGUF_OR_TOKENIZER_JSON\n"
-    "             --out F.gguf [--dtype bf16|f16|f32|q8_0] [--seed N]\n"
+    "             --out F.gguf [--type bf16|f16|f32|q8_0|q4_0|q4_k_m|q6_k] [--seed N]\n"
     "  serve      --model M [--host 127.0.0.1] [--port 8000] [--boot-id ID] [--max-num-seqs 16]\n"
     "             [--kv-blocks N | --kv-memory-gb X] [--prefill-chunk 256] [--block-size 16]\n"
     "             [--served-model-name NAME] [--http-threads 2] [--no-prefix-caching]\n"

@@ -12,6 +12,7 @@
 #include "common/half.h"
 #include "common/model_source.h"
 #include "worker/model/convert.h"
+#include "worker/model/quants.h"
 
 namespace sy {
 namespace {
@@ -121,14 +122,23 @@ void tokenizer_from_json(const std::string& path, int vocab, gguf::Writer& w) {
   w.set_string_array("tokenizer.ggml.merges", std::move(merges));
 }
 
-uint32_t file_type(DType t) {
-  switch (t) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ8_0: return 7;
-    case DType::kBF16: return 32;
+// Row `vals` stored as `dt` into `out` (dtype_bytes(dt, row) bytes).
+void store_row(DType dt, const std::vector<float>& vals, uint8_t* out) {
+  const auto n = static_cast<int64_t>(vals.size());
+  switch (dt) {
+    case DType::kF32: std::memcpy(out, vals.data(), vals.size() * 4); return;
+    case DType::kBF16:
+      for (size_t i = 0; i < vals.size(); ++i) reinterpret_cast<uint16_t*>(out)[i] = f32_to_bf16(vals[i]);
+      return;
+    case DType::kF16:
+      for (size_t i = 0; i < vals.size(); ++i) reinterpret_cast<uint16_t*>(out)[i] = f32_to_f16(vals[i]);
+      return;
+    case DType::kQ8_0: quantize_q8_0(vals.data(), reinterpret_cast<BlockQ8_0*>(out), n); return;
+    case DType::kQ4_0: quantize_row_q4_0(vals.data(), reinterpret_cast<BlockQ4_0*>(out), n); return;
+    case DType::kQ4_K: quantize_row_q4_k(vals.data(), reinterpret_cast<BlockQ4_K*>(out), n); return;
+    case DType::kQ5_K: quantize_row_q5_k(vals.data(), reinterpret_cast<BlockQ5_K*>(out), n); return;
+    case DType::kQ6_K: quantize_row_q6_k(vals.data(), reinterpret_cast<BlockQ6_K*>(out), n); return;
   }
-  return 0;
 }
 
 }  // namespace
@@ -205,7 +215,7 @@ int64_t make_model(const MakeModelOptions& o) {
   w.set_string("general.architecture", a);
   w.set_string("general.type", "model");
   w.set_string("general.name", "switchyard synthetic " + p.name + " (random weights, seed " + std::to_string(o.seed) + ")");
-  w.set_u32("general.file_type", file_type(o.dtype));
+  w.set_u32("general.file_type", gguf_file_type(o.type));
   w.set_u32("general.quantization_version", 2);
   w.set_u32(a + ".block_count", static_cast<uint32_t>(p.n_layers));
   w.set_u32(a + ".context_length", static_cast<uint32_t>(p.max_context));
@@ -233,7 +243,7 @@ int64_t make_model(const MakeModelOptions& o) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     params += n;
-    const DType dt = is_norm || shape.size() == 1 ? DType::kF32 : o.dtype;
+    const DType dt = is_norm ? DType::kF32 : tensor_type(o.type, name, shape, p.n_layers, p.tied);
     const uint64_t seed = o.seed;
     w.add_tensor(name, dt, std::move(shape), [=](int64_t r, uint8_t* out) {
       std::vector<float> vals(static_cast<size_t>(row));
@@ -241,16 +251,7 @@ int64_t make_model(const MakeModelOptions& o) {
         const float g = synthetic_weight(seed, s, static_cast<uint64_t>(r * row + i));
         vals[static_cast<size_t>(i)] = is_norm ? 1.0f + 0.05f * g : 0.02f * g;
       }
-      switch (dt) {
-        case DType::kF32: std::memcpy(out, vals.data(), vals.size() * 4); break;
-        case DType::kBF16:
-          for (int64_t i = 0; i < row; ++i) reinterpret_cast<uint16_t*>(out)[i] = f32_to_bf16(vals[static_cast<size_t>(i)]);
-          break;
-        case DType::kF16:
-          for (int64_t i = 0; i < row; ++i) reinterpret_cast<uint16_t*>(out)[i] = f32_to_f16(vals[static_cast<size_t>(i)]);
-          break;
-        case DType::kQ8_0: quantize_q8_0(vals.data(), reinterpret_cast<BlockQ8_0*>(out), row); break;
-      }
+      store_row(dt, vals, out);
     });
   };
   const int64_t H = p.hidden, Q = int64_t{p.n_heads} * p.head_dim, KV = int64_t{p.n_kv_heads} * p.head_dim, F = p.ffn;

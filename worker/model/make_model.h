@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "worker/model/file_type.h"
 #include "worker/model/model_config.h"
 
 namespace sy {
@@ -31,7 +32,9 @@ struct MakeModelOptions {
   std::string preset;
   std::string tokenizer_from;  // a GGUF file or a tokenizer.json (tokenizer_config.json beside it is read too)
   std::string out;
-  DType dtype = DType::kBF16;
+  // What the matrices are stored as (worker/model/file_type.h: one type, or Q4_K_M's
+  // mixture); norms and biases are always F32.
+  FileType type = FileType::kBF16;
   uint64_t seed = 1;
 };
 

@@ -1,5 +1,7 @@
 #include "kernels/cuda/linear.cuh"
 #include "kernels/cuda/q8_0_dequant.cuh"
+#include "kernels/cuda/quant_dequant.cuh"
+#include "kernels/cuda/quant_gemv.cuh"
 
 namespace sy::cuda {
 namespace {
@@ -21,19 +23,58 @@ void Linear::set_batch_invariant(int64_t reference_rows) {
 }
 
 bool Linear::takes_gemv(const LinearWeight& w, const __nv_bfloat16* x, int64_t m) const {
-  return !batch_invariant_ && !w.is_q8_0() && m <= gemv_max_rows_ &&
+  return !batch_invariant_ && w.bf16 && m <= gemv_max_rows_ &&
          gemv_bf16_supports(w.bf16, w.n, w.k, x, static_cast<int>(m));
 }
 
-cudaError_t Linear::init(size_t max_q8_0_elements) {
+cudaError_t Linear::init(size_t max_expand_elements) {
   if (const cudaError_t e = gemm_.init(); e != cudaSuccess) return e;
-  return max_q8_0_elements ? scratch_.allocate(max_q8_0_elements * sizeof(__nv_bfloat16))
-                           : cudaSuccess;
+  return max_expand_elements ? scratch_.allocate(max_expand_elements * sizeof(__nv_bfloat16))
+                             : cudaSuccess;
+}
+
+// Each part's GEMV writes its columns of y (row stride w.n); past 8 rows every part is
+// expanded into its rows of the scratch and one GEMM takes the whole weight.
+cudaError_t Linear::run_quant(const LinearWeight& w, const __nv_bfloat16* x, int64_t m, void* y,
+                              GemmOut out, cudaStream_t stream) {
+  const bool gemv = m <= kQuantGemvMaxRows && !batch_invariant_;
+  if (!gemv && static_cast<size_t>(w.n * w.k) * sizeof(__nv_bfloat16) > scratch_.bytes())
+    return cudaErrorInvalidValue;
+  int64_t rows = 0;
+  for (int i = 0; i < w.quant_parts; ++i) {
+    if (w.quant[i].k != w.k) return cudaErrorInvalidValue;
+    rows += w.quant[i].n;
+  }
+  if (w.quant_parts > kMaxQuantParts || rows != w.n) return cudaErrorInvalidValue;
+  int64_t row0 = 0;
+  for (int i = 0; i < w.quant_parts; ++i) {
+    const QuantMatrix& part = w.quant[i];
+    cudaError_t e;
+    if (gemv) {
+      QuantGemvArgs a;
+      a.w = part;
+      a.x = x;
+      a.m = static_cast<int>(m);
+      a.ldy = w.n;
+      if (out == GemmOut::kF32)
+        a.y_f32 = static_cast<float*>(y) + row0;
+      else
+        a.y_bf16 = static_cast<__nv_bfloat16*>(y) + row0;
+      e = quant_gemv(a, stream);
+    } else {
+      e = quant_dequantize({part, scratch_.as<__nv_bfloat16>() + row0 * w.k}, stream);
+    }
+    if (e != cudaSuccess) return e;
+    row0 += part.n;
+  }
+  return gemv ? cudaSuccess
+              : gemm_.matmul_nt(x, scratch_.as<__nv_bfloat16>(), y, out, m, w.n, w.k, stream);
 }
 
 cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m, void* y,
                         GemmOut out, cudaStream_t stream) {
   if (m == 0) return cudaSuccess;
+  if (w.is_quant()) return run_quant(w, x, m, y, out, stream);
   if (!w.is_q8_0()) {
     if (takes_gemv(w, x, m)) {
       GemvBf16Args a;

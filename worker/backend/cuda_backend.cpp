@@ -79,7 +79,7 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
                                                  stream_);
 
   weights_ = CudaModelWeights::upload(src, config, shape_);
-  check(linear_.init(weights_.max_q8_0_elements), "creating the cuBLASLt handle and Q8_0 scratch");
+  check(linear_.init(weights_.max_expand_elements), "creating the cuBLASLt handle and the dequantization scratch");
   linear_.set_gemv_max_rows(std::clamp(options.tuning.gemv_max_rows, 0, cuda::kGemvBf16MaxRows));
   if (deterministic_) linear_.set_batch_invariant(options.tuning.deterministic_gemm_rows);
   logits_capacity_ = std::max(max_num_seqs_, kMinLogitsRows);

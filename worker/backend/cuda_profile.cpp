@@ -27,6 +27,10 @@ double median(std::vector<double> v) {
 }
 
 double weight_bytes(const cuda::LinearWeight& w) {
+  double quant = 0;
+  for (int i = 0; i < w.quant_parts; ++i)
+    quant += static_cast<double>(cuda::quant_device_bytes(w.quant[i].type, w.quant[i].n, w.quant[i].k));
+  if (w.is_quant()) return quant;
   const double elements = static_cast<double>(w.n) * static_cast<double>(w.k);
   return w.is_q8_0() ? elements * (1.0 + 2.0 / cuda::kQ8_0Block) : elements * 2.0;
 }

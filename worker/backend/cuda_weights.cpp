@@ -1,6 +1,7 @@
 #include "worker/backend/cuda_weights.h"
 
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "common/half.h"
@@ -14,6 +15,25 @@ namespace {
 
 // Rows converted per pool task: an 8B model's matrices are converted on every core.
 constexpr int64_t kChunkElements = int64_t{1} << 20;
+
+// Q8_0 on the device (kernels/cuda/q8_0_gemv.cuh): quants [n, k] and scales [n, k / 32],
+// which is GGUF's 34-byte block split as the other formats' are.
+constexpr cuda::QuantLayout kQ8_0Split = {kQ8_0BlockSize, 34, 2, kQ8_0BlockSize, 0};
+
+// The device format a stored type stays in other than Q8_0 (quant_matrix.cuh), if any.
+std::optional<cuda::QuantType> quant_type(DType t) {
+  switch (t) {
+    case DType::kQ4_0: return cuda::QuantType::kQ4_0;
+    case DType::kQ4_K: return cuda::QuantType::kQ4_K;
+    case DType::kQ5_K: return cuda::QuantType::kQ5_K;
+    case DType::kQ6_K: return cuda::QuantType::kQ6_K;
+    default: return std::nullopt;
+  }
+}
+
+bool is_quantized(DType t) {
+  return t == DType::kQ8_0 || quant_type(t).has_value();
+}
 
 // Rows [row0, row0 + take) of a tensor of `rows` rows (take -1: all of them).
 struct Part {
@@ -64,33 +84,56 @@ class Uploader {
 
   // A matrix [Σ taken rows + pad_rows, taken cols] from the parts' row ranges stacked by
   // rows, columns `cols` of each (a tensor-parallel rank's slice); `pad_rows` zero rows
-  // at the end (an LM-head slice padded to the common stride). Kept in Q8_0 when every
-  // part is stored so, q8_0_ok and the column range falls on Q8_0 blocks; converted to
-  // bf16 otherwise.
-  cuda::LinearWeight matrix(const std::vector<Part>& parts, int layer, Cols cols, bool q8_0_ok, int64_t pad_rows = 0) {
+  // at the end (an LM-head slice padded to the common stride). With quant_ok, kept in
+  // the file's quantized format where the column range falls on its blocks: Q8_0 when
+  // every part is Q8_0, else each part in its own of Q4_0/Q4_K/Q5_K/Q6_K (a Q4_K_M
+  // file's Q4_K and Q6_K parts of one fused weight); converted to bf16 otherwise.
+  cuda::LinearWeight matrix(const std::vector<Part>& parts, int layer, Cols cols, bool quant_ok, int64_t pad_rows = 0) {
     std::vector<const TensorInfo*> tensors;
     const int64_t K = cols.count();
-    bool all_q8_0 = q8_0_ok && cols.all % kQ8_0BlockSize == 0 && cols.col0 % kQ8_0BlockSize == 0 && K % kQ8_0BlockSize == 0;
+    auto on_blocks = [&](int values) { return cols.all % values == 0 && cols.col0 % values == 0 && K % values == 0; };
+    bool all_q8_0 = quant_ok && on_blocks(kQ8_0BlockSize);
+    bool all_quant = quant_ok && static_cast<int>(parts.size()) <= cuda::kMaxQuantParts;
     cuda::LinearWeight lw;
     lw.k = K;
     for (const Part& p : parts) {
       tensors.push_back(&find_weight(src_, p.role, layer, {p.rows, cols.all}));
+      const std::optional<cuda::QuantType> qt = quant_type(tensors.back()->dtype);
       all_q8_0 = all_q8_0 && tensors.back()->dtype == DType::kQ8_0;
+      all_quant = all_quant && qt && on_blocks(cuda::quant_layout(*qt).block_values);
       lw.n += p.count();
     }
     lw.n += pad_rows;
     if (all_q8_0) {
-      auto* quants = static_cast<int8_t*>(allocate(static_cast<size_t>(lw.n * K)));
+      auto* quants = static_cast<uint8_t*>(allocate(static_cast<size_t>(lw.n * K)));
       auto* scales = static_cast<uint16_t*>(allocate(static_cast<size_t>(lw.n * K / kQ8_0BlockSize) * 2));
       int64_t row0 = 0;
       for (size_t i = 0; i < parts.size(); ++i) {
-        upload_q8_0(*tensors[i], parts[i], cols, quants + row0 * K, scales + row0 * K / kQ8_0BlockSize);
+        split_blocks(*tensors[i], parts[i], cols, kQ8_0Split, quants + row0 * K, scales + row0 * K / kQ8_0BlockSize);
         row0 += parts[i].count();
       }
       zero(quants + row0 * K, static_cast<size_t>(pad_rows * K));
       zero(scales + row0 * K / kQ8_0BlockSize, static_cast<size_t>(pad_rows * K / kQ8_0BlockSize) * 2);
-      lw.q8_0 = {quants, reinterpret_cast<const __half*>(scales), lw.n, K};
-      w_.max_q8_0_elements = std::max(w_.max_q8_0_elements, static_cast<size_t>(lw.n * K));
+      lw.q8_0 = {reinterpret_cast<const int8_t*>(quants), reinterpret_cast<const __half*>(scales), lw.n, K};
+      w_.max_expand_elements = std::max(w_.max_expand_elements, static_cast<size_t>(lw.n * K));
+      return lw;
+    }
+    if (all_quant) {
+      for (size_t i = 0; i < parts.size(); ++i) {
+        // The padding rows (zero blocks: zero values in every format) join the last part.
+        const int64_t rows = parts[i].count() + (i + 1 == parts.size() ? pad_rows : 0);
+        const cuda::QuantType qt = *quant_type(tensors[i]->dtype);
+        const cuda::QuantLayout l = cuda::quant_layout(qt);
+        const int64_t blocks = rows * (K / l.block_values);
+        auto* body = static_cast<uint8_t*>(allocate(static_cast<size_t>(blocks * l.body_bytes)));
+        auto* d = l.d_offset >= 0 ? static_cast<uint16_t*>(allocate(static_cast<size_t>(blocks) * 2)) : nullptr;
+        split_blocks(*tensors[i], parts[i], cols, l, body, d);
+        const int64_t pad_blocks = (rows - parts[i].count()) * (K / l.block_values);
+        zero(body + (blocks - pad_blocks) * l.body_bytes, static_cast<size_t>(pad_blocks * l.body_bytes));
+        if (d) zero(d + (blocks - pad_blocks), static_cast<size_t>(pad_blocks) * 2);
+        lw.quant[lw.quant_parts++] = {qt, body, reinterpret_cast<const __half*>(d), rows, K};
+      }
+      w_.max_expand_elements = std::max(w_.max_expand_elements, static_cast<size_t>(lw.n * K));
       return lw;
     }
     auto* d = static_cast<uint16_t*>(allocate(static_cast<size_t>(lw.n * K) * 2));
@@ -142,25 +185,26 @@ class Uploader {
     copy(dst, host.data(), host.size() * 2);
   }
 
-  // GGUF's 34-byte blocks split into the device layout: quants [rows, K] and scales
-  // [rows, K / 32], for the part's rows and the blocks of the column range.
-  void upload_q8_0(const TensorInfo& t, const Part& p, Cols cols, int8_t* quants, uint16_t* scales) {
-    const int64_t rows = p.count(), kb = cols.count() / kQ8_0BlockSize;
-    const int64_t row_blocks = cols.all / kQ8_0BlockSize, b0 = cols.col0 / kQ8_0BlockSize;
-    std::vector<int8_t> q(static_cast<size_t>(rows * kb * kQ8_0BlockSize));
-    std::vector<uint16_t> s(static_cast<size_t>(rows * kb));
-    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(t.data) + p.row0 * row_blocks;
+  // The part's rows, the blocks of the column range, split into the device layout:
+  // each block's body into `body` and its scale (d_offset >= 0) into `d`.
+  void split_blocks(const TensorInfo& t, const Part& p, Cols cols, const cuda::QuantLayout& l, uint8_t* body, uint16_t* d) {
+    const int64_t rows = p.count(), kb = cols.count() / l.block_values;
+    const int64_t row_blocks = cols.all / l.block_values, b0 = cols.col0 / l.block_values;
+    std::vector<uint8_t> hb(static_cast<size_t>(rows * kb * l.body_bytes));
+    std::vector<uint16_t> hd(l.d_offset >= 0 ? static_cast<size_t>(rows * kb) : 0);
+    const uint8_t* blocks = t.data + static_cast<size_t>(p.row0 * row_blocks) * l.file_bytes;
     const int64_t rows_per_task = std::max<int64_t>(1, kChunkElements / cols.all);
     cpu::ThreadPool::global().parallel_for((rows + rows_per_task - 1) / rows_per_task, [&](int64_t c) {
       for (int64_t r = c * rows_per_task; r < std::min(rows, (c + 1) * rows_per_task); ++r)
         for (int64_t i = 0; i < kb; ++i) {
-          const BlockQ8_0& b = blocks[r * row_blocks + b0 + i];
-          s[static_cast<size_t>(r * kb + i)] = b.d;
-          std::memcpy(&q[static_cast<size_t>((r * kb + i) * kQ8_0BlockSize)], b.qs, kQ8_0BlockSize);
+          const uint8_t* b = blocks + static_cast<size_t>(r * row_blocks + b0 + i) * l.file_bytes;
+          const size_t o = static_cast<size_t>(r * kb + i);
+          std::memcpy(&hb[o * l.body_bytes], b + l.body_offset, static_cast<size_t>(l.body_bytes));
+          if (l.d_offset >= 0) std::memcpy(&hd[o], b + l.d_offset, 2);
         }
     });
-    copy(quants, q.data(), q.size());
-    copy(scales, s.data(), s.size() * 2);
+    copy(body, hb.data(), hb.size());
+    if (d) copy(d, hd.data(), hd.size() * 2);
   }
 
   const ModelSource& src_;
@@ -187,7 +231,7 @@ CudaModelWeights CudaModelWeights::upload(const ModelSource& src, const ModelCon
   if (!shape.whole())  // this rank's vocabulary rows, padded with zero rows to the stride
     w.lm_head = up.matrix({{head, V, shape.vocab0, shape.vocab}}, 0, {H}, true, shape.vocab_stride - shape.vocab);
   else if (c.tied_embeddings)
-    w.lm_head = find_weight(src, R::kEmbed, 0, {V, H}).dtype == DType::kQ8_0 ? up.matrix({{R::kEmbed, V}}, 0, {H}, true) : embedding;
+    w.lm_head = is_quantized(find_weight(src, R::kEmbed, 0, {V, H}).dtype) ? up.matrix({{R::kEmbed, V}}, 0, {H}, true) : embedding;
   else
     w.lm_head = up.matrix({{R::kOutput, V}}, 0, {H}, true);
   w.output_norm = up.f32({{R::kOutNorm, H}}, 0);

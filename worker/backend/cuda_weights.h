@@ -1,5 +1,6 @@
 // A model's weights in device memory for the cuda backend: linear layers in bf16, or
-// kept in Q8_0 when the file stores them so; norms, biases and RoPE frequencies in
+// kept in Q8_0, Q4_0, Q4_K, Q5_K or Q6_K when the file stores them so (a slice across
+// columns only where it falls on the format's blocks); norms, biases and RoPE frequencies in
 // fp32; the embedding table in bf16 for the row gather. Q/K/V and gate/up are fused
 // into one weight each, as on the CPU. A tensor-parallel rank uploads only its slice
 // (worker/model/rank_shape.h) read from the mapped file, the embedding and LM head by
@@ -31,13 +32,13 @@ struct CudaLayerWeights {
 struct CudaModelWeights {
   // [vocab, hidden]; a tensor-parallel rank: its vocabulary rows [shape.vocab, hidden].
   const __nv_bfloat16* embedding = nullptr;
-  // [vocab, hidden]; the embedding when tied (its Q8_0 form for a Q8_0 file). A
+  // [vocab, hidden]; the embedding when tied (its quantized form for a quantized file). A
   // tensor-parallel rank: its vocabulary rows then zero rows, [vocab_stride, hidden].
   cuda::LinearWeight lm_head;
   const float* output_norm = nullptr;    // [hidden]
   const float* rope_inv_freq = nullptr;  // [rope_dim / 2]
   std::vector<CudaLayerWeights> layers;
-  size_t max_q8_0_elements = 0;  // the largest Q8_0 weight, for cuda::Linear's scratch
+  size_t max_expand_elements = 0;  // the largest quantized weight, for cuda::Linear's scratch
   size_t device_bytes = 0;
   std::vector<cuda::DeviceBuffer> buffers;  // owns everything above
 

@@ -1,0 +1,288 @@
+// The Q4_0 / Q4_K / Q5_K / Q6_K kernels (quant_gemv, quant_dequant, and Linear over a
+// weight whose parts are in different formats) against the scalar CPU dequantizer
+// (worker/model/quants.h through to_f32) and a double-precision product, on random
+// blocks: random bytes for every quant and packed scale, random sane fp16 scales.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "cuda_test_util.h"
+#include "kernels/cuda/linear.cuh"
+#include "kernels/cuda/quant_dequant.cuh"
+#include "kernels/cuda/quant_gemv.cuh"
+#include "worker/model/convert.h"
+
+namespace sy {
+namespace {
+
+using namespace sy::testing;
+using bf16 = __nv_bfloat16;
+using cuda::QuantType;
+
+// fp32 sums of k terms in another order than the double reference: about k · 2^-24
+// relative at worst; 1e-5 leaves room for k in the thousands.
+constexpr double kF32Tolerance = 1e-5;
+
+constexpr QuantType kTypes[] = {QuantType::kQ4_0, QuantType::kQ4_K, QuantType::kQ5_K,
+                                QuantType::kQ6_K};
+
+DType dtype_of(QuantType t) {
+  switch (t) {
+    case QuantType::kQ4_0: return DType::kQ4_0;
+    case QuantType::kQ4_K: return DType::kQ4_K;
+    case QuantType::kQ5_K: return DType::kQ5_K;
+    case QuantType::kQ6_K: return DType::kQ6_K;
+  }
+  return DType::kF32;
+}
+
+std::string name(QuantType t) {
+  return dtype_name(dtype_of(t));
+}
+
+// A random [n, k] matrix in GGUF blocks, its CPU dequantization, and the device layout
+// (quant_matrix.cuh) uploaded.
+struct QuantProblem {
+  QuantProblem(std::mt19937_64& rng, QuantType t, int64_t n, int64_t k) : type(t), n(n), k(k) {
+    const cuda::QuantLayout l = cuda::quant_layout(t);
+    const int64_t blocks = n * (k / l.block_values);
+    std::vector<uint8_t> file(static_cast<size_t>(blocks * l.file_bytes));
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (auto& b : file) b = static_cast<uint8_t>(byte(rng));
+    // Sane fp16 scales: the super-block scales of real files are small; random bytes
+    // would give infinities and NaNs. Signs vary (ggml's d may be negative).
+    std::uniform_real_distribution<float> mag(1e-4f, 2e-2f);
+    std::bernoulli_distribution neg(0.3);
+    auto scale = [&] { return f32_to_f16(neg(rng) ? -mag(rng) : mag(rng)); };
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* p = file.data() + b * l.file_bytes;
+      auto put = [&](int offset) {
+        const uint16_t h = scale();
+        std::memcpy(p + offset, &h, 2);
+      };
+      if (t == QuantType::kQ4_0) put(0);
+      if (t == QuantType::kQ4_K || t == QuantType::kQ5_K) put(0), put(2);  // d, dmin
+      if (t == QuantType::kQ6_K) put(208);
+    }
+    dequantized.resize(static_cast<size_t>(n * k));
+    to_f32(dtype_of(t), file.data(), dequantized.data(), n * k);
+    // The device layout: block bodies in one plane, the lone scale (if any) in another.
+    std::vector<uint8_t> body(static_cast<size_t>(blocks * l.body_bytes));
+    std::vector<uint16_t> d(l.d_offset >= 0 ? static_cast<size_t>(blocks) : 1);
+    for (int64_t b = 0; b < blocks; ++b) {
+      std::memcpy(&body[b * l.body_bytes], &file[b * l.file_bytes + l.body_offset], l.body_bytes);
+      if (l.d_offset >= 0) std::memcpy(&d[b], &file[b * l.file_bytes + l.d_offset], 2);
+    }
+    d_body = std::make_unique<DeviceArray<uint8_t>>(body);
+    d_d = std::make_unique<DeviceArray<uint16_t>>(d);
+  }
+
+  cuda::QuantMatrix matrix() const {
+    const bool has_d = cuda::quant_layout(type).d_offset >= 0;
+    return {type, d_body->get(), has_d ? d_d->as<__half>() : nullptr, n, k};
+  }
+
+  QuantType type;
+  int64_t n, k;
+  std::vector<float> dequantized;  // [n, k], the CPU dequantizer's values
+  std::unique_ptr<DeviceArray<uint8_t>> d_body;
+  std::unique_ptr<DeviceArray<uint16_t>> d_d;
+};
+
+// y[m, n] = x[m, k] · wᵀ in double over the given weights.
+std::vector<float> reference(const std::vector<float>& x, const std::vector<float>& w, int64_t m,
+                             int64_t n, int64_t k) {
+  std::vector<float> y(static_cast<size_t>(m * n));
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t c = 0; c < k; ++c) s += static_cast<double>(x[r * k + c]) * w[j * k + c];
+      y[r * n + j] = static_cast<float>(s);
+    }
+  return y;
+}
+
+std::vector<float> random_x(std::mt19937_64& rng, int64_t m, int64_t k) {
+  std::vector<float> x = normal_floats(rng, static_cast<size_t>(m * k));
+  for (auto& v : x) v = round_bf16(v);
+  return x;
+}
+
+TEST(CudaQuant, GemvMatchesTheCpuDequantizerInDouble) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  for (const QuantType t : kTypes) {
+    const int64_t bv = cuda::quant_layout(t).block_values;
+    std::uniform_int_distribution<int64_t> rows(1, 300), blocks(1, 4096 / bv + 2);
+    // n not a multiple of the 4 rows a CTA takes; k a few blocks up to more than one
+    // pass of the warp (32 chunks of 32 values).
+    std::vector<std::pair<int64_t, int64_t>> shapes = {{1, bv}, {37, 3 * bv}, {1003, 4096 + bv}};
+    for (int i = 0; i < 3; ++i) shapes.push_back({rows(rng), blocks(rng) * bv});
+    for (const auto& [n, k] : shapes) {
+      const QuantProblem w(rng, t, n, k);
+      for (int m = 1; m <= cuda::kQuantGemvMaxRows; ++m) {
+        const std::vector<float> x = random_x(rng, m, k);
+        const std::vector<float> want = reference(x, w.dequantized, m, n, k);
+        DeviceArray<uint16_t> d_x(to_bf16(x)), d_y16(static_cast<size_t>(m * n));
+        DeviceArray<float> d_y32(static_cast<size_t>(m * n));
+        d_y16.poison();
+        d_y32.poison();
+        cuda::QuantGemvArgs a;
+        a.w = w.matrix();
+        a.x = d_x.as<bf16>();
+        a.m = m;
+        a.y_f32 = d_y32.get();
+        SY_CUDA_OK(cuda::quant_gemv(a, nullptr));
+        a.y_f32 = nullptr;
+        a.y_bf16 = d_y16.as<bf16>();
+        SY_CUDA_OK(cuda::quant_gemv(a, nullptr));
+        EXPECT_LT(relative_error(d_y32.download(), want), kF32Tolerance)
+            << name(t) << " m " << m << " n " << n << " k " << k;
+        EXPECT_LT(relative_error(from_bf16(d_y16.download()), want), kF32Tolerance + kBf16Rounding)
+            << name(t) << " m " << m << " n " << n << " k " << k;
+      }
+    }
+  }
+}
+
+// A row stride wider than n: each row's n outputs are written, the columns past them
+// stay as they were (NaN here).
+TEST(CudaQuant, GemvWritesOnlyItsColumnsOfAWiderOutput) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  const int64_t n = 45, k = 512, ldy = 50, m = 3;
+  const QuantProblem w(rng, QuantType::kQ5_K, n, k);
+  const std::vector<float> x = random_x(rng, m, k);
+  const std::vector<float> want = reference(x, w.dequantized, m, n, k);
+  DeviceArray<uint16_t> d_x(to_bf16(x));
+  DeviceArray<float> d_y(static_cast<size_t>(m * ldy));
+  d_y.poison();
+  cuda::QuantGemvArgs a;
+  a.w = w.matrix();
+  a.x = d_x.as<bf16>();
+  a.m = m;
+  a.y_f32 = d_y.get();
+  a.ldy = ldy;
+  SY_CUDA_OK(cuda::quant_gemv(a, nullptr));
+  const std::vector<float> y = d_y.download();
+  std::vector<float> got;
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < ldy; ++j) {
+      if (j < n)
+        got.push_back(y[r * ldy + j]);
+      else
+        EXPECT_TRUE(std::isnan(y[r * ldy + j])) << "row " << r << " col " << j;
+    }
+  EXPECT_LT(relative_error(got, want), kF32Tolerance);
+}
+
+// The expansion to bf16: the CPU dequantizer's value rounded to bf16. Q4_0 and Q6_K
+// compute the same fp32 value as the CPU (one rounding of d·(q − offset)) and must match
+// exactly (the sign of a zero aside); Q4_K/Q5_K fuse d·sc·q − dmin·m into one rounding where the CPU takes two,
+// so a value may differ by its fp32 rounding (relative to the larger term) before the
+// bf16 rounding.
+TEST(CudaQuant, DequantizeIsTheCpuValueRoundedToBf16) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  for (const QuantType t : kTypes) {
+    const int64_t bv = cuda::quant_layout(t).block_values;
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 5 * bv}, {1, bv}, {300, 4096}}) {
+      const QuantProblem w(rng, t, n, k);
+      DeviceArray<uint16_t> d_out(static_cast<size_t>(n * k));
+      d_out.poison();
+      SY_CUDA_OK(cuda::quant_dequantize({w.matrix(), d_out.as<bf16>()}, nullptr));
+      const std::vector<uint16_t> got = d_out.download();
+      const bool exact = t == QuantType::kQ4_0 || t == QuantType::kQ6_K;
+      float row_max = 0;
+      for (float v : w.dequantized) row_max = std::max(row_max, std::fabs(v));
+      int bad = 0;
+      for (size_t i = 0; i < got.size() && bad < 5; ++i) {
+        const float g = bf16_to_f32(got[i]), ref = w.dequantized[i];
+        const bool ok = exact ? g == bf16_to_f32(f32_to_bf16(ref))  // 0 == -0: a·(32 − 32)
+                              : std::isfinite(g) && std::fabs(g - ref) <=
+                                                        std::fabs(ref) / 256 + row_max * 1e-6f;
+        if (!ok) {
+          ++bad;
+          ADD_FAILURE() << name(t) << " n " << n << " k " << k << " element " << i << ": " << g
+                        << " vs " << ref;
+        }
+      }
+    }
+  }
+}
+
+// A fused weight in three formats (as a Q4_K_M file's Q, K in Q4_K and V in Q6_K):
+// Linear runs each part's GEMV into its columns up to 8 rows, and past that expands the
+// parts into one bf16 scratch for one GEMM.
+TEST(CudaQuant, LinearOverPartsInDifferentFormats) {
+  SY_SKIP_WITHOUT_CUDA();
+  auto rng = fresh_rng();
+  const int64_t k = 1024 + 256;
+  const QuantProblem parts[] = {{rng, QuantType::kQ4_K, 130, k},
+                                {rng, QuantType::kQ6_K, 33, k},
+                                {rng, QuantType::kQ4_0, 64, k}};
+  cuda::LinearWeight w;
+  w.k = k;
+  std::vector<float> dequantized;
+  for (const QuantProblem& p : parts) {
+    w.quant[w.quant_parts++] = p.matrix();
+    w.n += p.n;
+    dequantized.insert(dequantized.end(), p.dequantized.begin(), p.dequantized.end());
+  }
+  cuda::Linear linear;
+  SY_CUDA_OK(linear.init(static_cast<size_t>(w.n * k)));
+  for (int64_t m : {1, 4, 8, 9, 40}) {
+    const std::vector<float> x = random_x(rng, m, k);
+    const std::vector<float> want = reference(x, dequantized, m, w.n, k);
+    DeviceArray<uint16_t> d_x(to_bf16(x)), d_y16(static_cast<size_t>(m * w.n));
+    DeviceArray<float> d_y32(static_cast<size_t>(m * w.n));
+    d_y16.poison();
+    d_y32.poison();
+    SY_CUDA_OK(linear.run(w, d_x.as<bf16>(), m, d_y32.get(), cuda::GemmOut::kF32, nullptr));
+    SY_CUDA_OK(linear.run(w, d_x.as<bf16>(), m, d_y16.get(), cuda::GemmOut::kBF16, nullptr));
+    // Past 8 rows the weights are rounded to bf16 first (2^-8 each at most).
+    const double tol = m <= cuda::kQuantGemvMaxRows ? kF32Tolerance : kBf16Rounding;
+    EXPECT_LT(relative_error(d_y32.download(), want), tol) << "m " << m;
+    EXPECT_LT(relative_error(from_bf16(d_y16.download()), want), tol + kBf16Rounding) << "m " << m;
+  }
+  // Batch-invariant numerics take the expansion and the GEMM at every row count.
+  linear.set_batch_invariant(64);
+  const std::vector<float> x = random_x(rng, 1, k);
+  DeviceArray<uint16_t> d_x(to_bf16(x));
+  DeviceArray<float> d_y(static_cast<size_t>(w.n));
+  d_y.poison();
+  SY_CUDA_OK(linear.run(w, d_x.as<bf16>(), 1, d_y.get(), cuda::GemmOut::kF32, nullptr));
+  EXPECT_LT(relative_error(d_y.download(), reference(x, dequantized, 1, w.n, k)), kBf16Rounding);
+}
+
+TEST(CudaQuant, RejectsBadShapes) {
+  SY_SKIP_WITHOUT_CUDA();
+  DeviceArray<uint8_t> body(4096);
+  DeviceArray<uint16_t> d(64), x(1024), out(4096);
+  DeviceArray<float> y(64);
+  cuda::QuantGemvArgs a;
+  a.w = {QuantType::kQ4_K, body.get(), nullptr, 2, 128};  // k not whole 256-blocks
+  a.x = x.as<bf16>();
+  a.m = 1;
+  a.y_f32 = y.get();
+  EXPECT_EQ(cuda::quant_gemv(a, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cuda::quant_dequantize({a.w, out.as<bf16>()}, nullptr), cudaErrorInvalidValue);
+  a.w.k = 256;
+  a.m = cuda::kQuantGemvMaxRows + 1;
+  EXPECT_EQ(cuda::quant_gemv(a, nullptr), cudaErrorInvalidValue);
+  a.m = 1;
+  a.ldy = 1;  // narrower than n
+  EXPECT_EQ(cuda::quant_gemv(a, nullptr), cudaErrorInvalidValue);
+  a.ldy = 0;
+  a.w.type = QuantType::kQ6_K;  // needs its scale plane
+  EXPECT_EQ(cuda::quant_gemv(a, nullptr), cudaErrorInvalidValue);
+  a.w.d = d.as<__half>();
+  a.w.body = body.get() + 8;  // bodies must be 16-byte aligned
+  EXPECT_EQ(cuda::quant_gemv(a, nullptr), cudaErrorInvalidValue);
+  a.w.body = body.get();
+  EXPECT_EQ(cuda::quant_gemv(a, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+}  // namespace
+}  // namespace sy

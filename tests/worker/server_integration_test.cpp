@@ -204,7 +204,7 @@ TEST_F(WorkerServerTest, GreedyResultsEqualGenerateAndTheGoldens) {
                                                    {"skip_special_tokens", false}});
     EXPECT_TRUE(g.clean);
     EXPECT_EQ(g.ids, want) << "prompt " << i;
-    EXPECT_EQ(g.text, cli["text"]) << "prompt " << i;
+    EXPECT_EQ(g.text, cli["text"].get<std::string>()) << "prompt " << i;
 
     const json body = {{"model", "tiny"},  {"prompt", ids},      {"max_tokens", 32},
                        {"temperature", 0}, {"ignore_eos", true}, {"skip_special_tokens", false}};
@@ -220,7 +220,7 @@ TEST_F(WorkerServerTest, GreedyResultsEqualGenerateAndTheGoldens) {
     EXPECT_EQ(c["id"].get<std::string>().rfind("cmpl-", 0), 0u);
 
     const Streamed s = stream_completion(port(), "/v1/completions", body);
-    EXPECT_EQ(s.text, cli["text"]) << "prompt " << i;
+    EXPECT_EQ(s.text, cli["text"].get<std::string>()) << "prompt " << i;
     EXPECT_EQ(s.finish_reason, "length");
     EXPECT_TRUE(s.done);
     EXPECT_EQ(s.usage["completion_tokens"], 32);
@@ -236,7 +236,7 @@ TEST_F(WorkerServerTest, TextPromptsAndChatStreamEqualTheirNonStreamedResults) {
   const json c = post_json(port(), "/v1/completions", completion).json();
   EXPECT_EQ(c["usage"]["prompt_tokens"],
             golden["prompts"][1]["ids"].size());  // tokenized as the goldens
-  EXPECT_EQ(stream_completion(port(), "/v1/completions", completion).text, c["choices"][0]["text"]);
+  EXPECT_EQ(stream_completion(port(), "/v1/completions", completion).text, c["choices"][0]["text"].get<std::string>());
 
   json chat = {{"messages", golden["chat"][0]["messages"]},
                {"max_completion_tokens", 12},
@@ -253,7 +253,7 @@ TEST_F(WorkerServerTest, TextPromptsAndChatStreamEqualTheirNonStreamedResults) {
             golden["chat"][0]["ids"].size());  // the template as transformers renders it
   EXPECT_EQ(j["usage"]["completion_tokens"], 12);
   const Streamed s = stream_completion(port(), "/v1/chat/completions", chat);
-  EXPECT_EQ(s.text, j["choices"][0]["message"]["content"]);
+  EXPECT_EQ(s.text, j["choices"][0]["message"]["content"].get<std::string>());
   EXPECT_TRUE(s.done);
 }
 
@@ -539,7 +539,7 @@ TEST_F(WorkerServerTest, LogprobsAndSamplingFieldsReachTheEngine) {
       best = std::max(best, v.get<double>());
     EXPECT_EQ(best, lp["token_logprobs"][i].get<double>());
   }
-  EXPECT_EQ(joined, c["choices"][0]["text"]);  // single-byte-complete tokens here
+  EXPECT_EQ(joined, c["choices"][0]["text"].get<std::string>());  // single-byte-complete tokens here
   // Chat logprobs: content entries with bytes; the first alternative is the chosen token.
   c = post_json(port(), "/v1/chat/completions",
                 {{"messages", {{{"role", "user"}, {"content", "hi"}}}},

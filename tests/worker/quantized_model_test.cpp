@@ -84,8 +84,10 @@ Files* const Files::instance_ = static_cast<Files*>(::testing::AddGlobalTestEnvi
 
 const std::string& model(const Preset& p, FileType type) { return Files::get().model(p, type); }
 
-// The file with every tensor dequantized to F32 (metadata as it was).
+// The file with every tensor dequantized to F32 (metadata as it was), written once.
 const std::string& dequantized_copy(const std::string& path) {
+  static std::map<std::string, std::string> copies;
+  if (auto it = copies.find(path); it != copies.end()) return it->second;
   auto f = gguf::File::open(path);
   gguf::Writer w;
   for (const auto& kv : f->metadata()) w.set(kv.key, kv.value);
@@ -99,7 +101,7 @@ const std::string& dequantized_copy(const std::string& path) {
   }
   const std::string out = path + ".f32.gguf";
   w.write(out);
-  return Files::get().keep(out);
+  return copies[path] = Files::get().keep(out);
 }
 
 // An engine on the CPU backend with the model file it reads (weights may be views of

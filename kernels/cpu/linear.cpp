@@ -114,10 +114,29 @@ void check_slices(std::span<const WeightSlice> w, int64_t k) {
 // Steps of many rows (prompts) when batch invariance is not asked for: tiles of weight
 // rows dequantized to float32 on the pool, multiplied by OpenBLAS sgemm (its own
 // threads; the two never run at once).
+//
+// Q8_0 slices multiply x as the int8 kernels see it (quantized per block, then widened
+// back): a prompt's logits then differ from the decode kernels' by float32 rounding only,
+// not by the activations' quantization error.
 void linear_sgemm(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
                   ThreadPool& pool) {
   const int64_t tile_rows = std::max<int64_t>(16, (int64_t{1} << 20) / k);
-  thread_local std::vector<float> tile;
+  thread_local std::vector<float> tile, x_q8;
+  const float* xq = nullptr;
+  if (std::any_of(w.begin(), w.end(), [](const WeightSlice& s) { return s.type == DType::kQ8_0; })) {
+    x_q8.resize(static_cast<size_t>(m * k));
+    float* out = x_q8.data();
+    pool.parallel_for(m, [&](int64_t r) {
+      XBlockQ8 blocks[16];
+      for (int64_t c0 = 0; c0 < k; c0 += 16 * kQ8_0BlockSize) {
+        const int64_t n = std::min<int64_t>(16 * kQ8_0BlockSize, k - c0);
+        detail::quantize_x_q8(x + r * k + c0, blocks, n);
+        for (int64_t i = 0; i < n; ++i)
+          out[r * k + c0 + i] = blocks[i / kQ8_0BlockSize].d * blocks[i / kQ8_0BlockSize].qs[i % kQ8_0BlockSize];
+      }
+    });
+    xq = out;
+  }
   for (const WeightSlice& s : w) {
     for (int64_t j0 = 0; j0 < s.n; j0 += tile_rows) {
       const int64_t jn = std::min(tile_rows, s.n - j0);
@@ -137,7 +156,8 @@ void linear_sgemm(const float* x, int64_t m, int64_t k, std::span<const WeightSl
         wt = tile.data();
       }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(jn),
-                  static_cast<blasint>(k), 1.0f, x, static_cast<blasint>(k), wt, static_cast<blasint>(ldw), 0.0f,
+                  static_cast<blasint>(k), 1.0f, s.type == DType::kQ8_0 ? xq : x, static_cast<blasint>(k), wt,
+                  static_cast<blasint>(ldw), 0.0f,
                   y + s.y_col0 + j0, static_cast<blasint>(ldy));
     }
   }

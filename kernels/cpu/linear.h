@@ -4,18 +4,26 @@
 // decode step reads each weight byte once, in the file's type: half (bf16) or a quarter
 // (Q8_0) of the float32 bytes.
 //
-// Kernels: a scalar one and SIMD ones (AVX2+FMA+F16C; AVX-512 F/BW/VL/DQ; AVX-512 with
-// VNNI), each compiled in a file of its own with its target flags and chosen once at run
-// time by what the processor has (SWITCHYARD_CPU_SIMD or set_simd_level lowers the
+// Kernels: a scalar one and SIMD ones (AVX2+FMA+F16C; AVX-512 F/BW/VL/DQ, whose 32
+// registers hold wider tiles; AVX-512 with VNNI, one instruction per Q8_0 block product),
+// each compiled in a file of its own with its target flags and chosen once at run time
+// by what the processor has (SWITCHYARD_CPU_SIMD or set_simd_level lowers the
 // choice, so tests check every level the machine has). Q8_0 weights are multiplied with
 // x quantized to int8 per block of 32 (a float32 scale per block): integer dot products,
 // exact within a block, then scaled; that is where a CPU's speed on Q8_0 comes from, at
 // the cost of the activations' quantization error (docs/NUMERICS.md).
 //
-// Every element of y is one fixed sequence of operations that depends only on k, the
-// weight type and the SIMD level, never on m, the other rows or the thread split: the
+// Every element of y is one fixed sequence of operations that depends only on k and the
+// weight type, never on m, the other rows, the thread split or the SIMD level: the
 // product is batch-invariant (docs/NUMERICS.md) unless `fast_prefill` lets steps of many
-// rows dequantize weight tiles to float32 for OpenBLAS sgemm.
+// rows dequantize weight tiles to float32 for OpenBLAS sgemm. The sequence, eight float
+// lanes, summed at the end as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)):
+// - float weights: invariant_gemm.h's (lane l accumulates x[i]·w[i], i ≡ l mod 8, by
+//   fused multiply-add, the weight widened to float32 exactly; a missing tail element is
+//   0·0), so a bf16 matrix gives the bits its float32 widening gives through
+//   matmul_nt_invariant;
+// - Q8_0: per block b, lane l adds fma(d_x·d_w, Σ of the four int8 products 4l..4l+3).
+// Every level, scalar included, performs exactly these operations.
 #pragma once
 
 #include <cstddef>
@@ -62,7 +70,8 @@ struct WeightSlice {
 
 struct LinearOptions {
   // Steps of at least kFastPrefillRows rows dequantize weight tiles to float32 and call
-  // OpenBLAS sgemm: faster for long prompts, not batch-invariant.
+  // OpenBLAS sgemm: not batch-invariant. Q8_0 slices multiply x quantized and widened
+  // back, so the two paths differ by float32 rounding only.
   bool fast_prefill = false;
 };
 

@@ -7,9 +7,9 @@ namespace sy::cpu::detail {
 namespace {
 
 const LinearKernels kKernels = {
-    float_rows<Avx2, WF32>,
-    float_rows<Avx2, WF16>,
-    float_rows<Avx2, WBF16>,
+    float_rows<Lanes8, WF32, 3>,
+    float_rows<Lanes8, WF16, 3>,
+    float_rows<Lanes8, WBF16, 3>,
     q8_0_rows<DotAvx2, 2>,  // 4 × 2 accumulators and the weights' quants and magnitudes fit
 };
 

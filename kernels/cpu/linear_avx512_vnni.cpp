@@ -14,9 +14,9 @@ struct DotVnni {
 };
 
 const LinearKernels kKernels = {
-    float_rows<Avx512, WF32>,
-    float_rows<Avx512, WF16>,
-    float_rows<Avx512, WBF16>,
+    float_rows<Lanes8, WF32, 4>,
+    float_rows<Lanes8, WF16, 4>,
+    float_rows<Lanes8, WBF16, 4>,
     q8_0_rows<DotVnni, 4>,
 };
 

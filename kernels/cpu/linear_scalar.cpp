@@ -1,7 +1,7 @@
 // linear()'s portable kernels (linear_kernels.h): the level every processor has, and
-// the one a build for another architecture runs. Eight float lanes per product (lane l
-// takes elements i ≡ l mod 8), which the compiler can keep in vector registers without
-// reordering a sum.
+// the one a build for another architecture runs. They perform linear.h's sequence with
+// std::fma, so they give the SIMD kernels' bits.
+#include <cmath>
 #include <cstring>
 
 #include "common/half.h"
@@ -42,7 +42,11 @@ void float_rows(const float* x, int64_t ldx, int rows, const uint8_t* w, size_t 
     for (int r = 0; r < rows; ++r) {
       const float* a = x + r * ldx;
       float lane[8] = {};
-      for (int64_t i = 0; i < k; ++i) lane[i & 7] += a[i] * W::get(row, i);
+      for (int64_t i0 = 0; i0 < k; i0 += 8)
+        for (int l = 0; l < 8; ++l) {
+          const int64_t i = i0 + l;
+          lane[l] = std::fma(i < k ? a[i] : 0.0f, i < k ? W::get(row, i) : 0.0f, lane[l]);
+        }
       y[r * ldy + j] = sum_lanes(lane);
     }
   }
@@ -57,9 +61,12 @@ void q8_0_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
       const XBlockQ8* xb = x + r * ldx;
       float lane[8] = {};
       for (int64_t b = 0; b < nb; ++b) {
-        int32_t dot = 0;
-        for (int i = 0; i < kQ8_0BlockSize; ++i) dot += int32_t{blocks[b].qs[i]} * int32_t{xb[b].qs[i]};
-        lane[b & 7] += xb[b].d * f16_to_f32(blocks[b].d) * static_cast<float>(dot);
+        const float scale = xb[b].d * f16_to_f32(blocks[b].d);
+        for (int l = 0; l < 8; ++l) {  // lane l: the exact sum of products 4l..4l+3
+          int32_t dot = 0;
+          for (int i = 4 * l; i < 4 * l + 4; ++i) dot += int32_t{blocks[b].qs[i]} * int32_t{xb[b].qs[i]};
+          lane[l] = std::fma(scale, static_cast<float>(dot), lane[l]);
+        }
       }
       y[r * ldy + j] = sum_lanes(lane);
     }

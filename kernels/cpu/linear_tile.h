@@ -56,9 +56,10 @@ inline void tiles(int rows, int64_t cols, Fn& fn) {
   }
 }
 
-// Float weights (f32, f16, bf16) widened to float32, multiplied by FMA. The last k %
-// kLanes elements go through zero-padded copies: one more full-width step.
-template <class V, class WT>
+// Float weights (f32, f16, bf16) widened to float32 (exactly), multiplied by FMA into
+// eight lanes. The last k % 8 elements go through zero-padded copies: one more step, its
+// missing elements 0 · 0, as linear.h's sequence says.
+template <class V, class WT, int kCols>
 void float_rows(const float* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
                 int64_t ldy) {
   using F = typename V::F;
@@ -95,14 +96,14 @@ void float_rows(const float* x, int64_t ldx, int rows, const uint8_t* w, size_t 
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) y[r * ldy + j + c] = V::hsum(acc[r][c]);
   };
-  tiles<V::kCols>(rows, cols, tile);
+  tiles<kCols>(rows, cols, tile);
 }
 
+// The lanes' sum in linear.h's fixed tree (invariant_gemm's).
 inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-  return _mm_cvtss_f32(s);
+  alignas(32) float l[8];
+  _mm256_store_ps(l, v);
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
 
 // Q8_0 weights against x quantized per block (XBlockQ8): per block, Dot::dot gives eight
@@ -148,11 +149,11 @@ struct DotAvx2 {
   }
 };
 
-// The float kernels' vector types, as each file's flags allow.
-struct Avx2 {
+// The float kernels' vector type: eight lanes, whatever the level, so that every level
+// performs the same operations (linear.h).
+struct Lanes8 {
   using F = __m256;
   static constexpr int kLanes = 8;
-  static constexpr int kCols = 3;  // 4 × 3 accumulators, 3 weight vectors, x: 16 registers
   static F zero() { return _mm256_setzero_ps(); }
   static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
   static F load(const float* p) { return _mm256_loadu_ps(p); }
@@ -166,23 +167,6 @@ struct Avx2 {
   static float hsum(F v) { return hsum8(v); }
 };
 
-#if defined(__AVX512F__)
-struct Avx512 {
-  using F = __m512;
-  static constexpr int kLanes = 16;
-  static constexpr int kCols = 4;  // 16 accumulators of 32 registers
-  static F zero() { return _mm512_setzero_ps(); }
-  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
-  static F load(const float* p) { return _mm512_loadu_ps(p); }
-  static F load(WF32, const uint8_t* p) { return _mm512_loadu_ps(reinterpret_cast<const float*>(p)); }
-  static F load(WF16, const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-  static F load(WBF16, const uint8_t* p) {
-    const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
-  }
-  static float hsum(F v) { return hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1))); }
-};
-#endif
 
 }  // namespace
 }  // namespace sy::cpu::detail

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/half.h"
+#include "kernels/cpu/invariant_gemm.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -205,6 +206,28 @@ TEST(CpuLinear, FastPrefillMatchesFloat64) {
   }
 }
 
+// Q8_0 on the sgemm path multiplies x as the int8 kernels quantize it: the two paths
+// agree to float32 rounding, far closer than the quantization error.
+TEST(CpuLinear, FastPrefillQ8_0AgreesWithTheInt8Kernels) {
+  ThreadPool pool(2);
+  std::mt19937 rng(23);
+  const int64_t m = 20, n = 33, k = 192;
+  const Matrix w = random_matrix(DType::kQ8_0, n, k, rng);
+  const WeightSlice s = w.slice();
+  const std::vector<float> x = random_x(m, k, rng);
+  std::vector<float> fast(static_cast<size_t>(m * n), NAN), exact(fast.size(), NAN);
+  LinearOptions opt;
+  opt.fast_prefill = true;
+  linear(x.data(), m, k, {&s, 1}, fast.data(), n, pool, opt);
+  linear(x.data(), m, k, {&s, 1}, exact.data(), n, pool);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double mag = 0;
+      for (int64_t c = 0; c < k; ++c) mag += std::fabs(x[static_cast<size_t>(i * k + c)] * w.values[static_cast<size_t>(j * k + c)]);
+      EXPECT_NEAR(fast[static_cast<size_t>(i * n + j)], exact[static_cast<size_t>(i * n + j)], 1e-5 * mag) << i << "," << j;
+    }
+}
+
 // Each row's outputs are the same bits whatever else is in the step and however many
 // threads share the weights: the property --numerics deterministic relies on.
 TEST(CpuLinear, RowsAreBatchAndThreadInvariant) {
@@ -229,25 +252,48 @@ TEST(CpuLinear, RowsAreBatchAndThreadInvariant) {
   }
 }
 
-// Q8_0's integer dot products are exact at every SIMD level, and the float steps after
-// them are the same: AVX2, AVX-512 and VNNI give the same bits.
-TEST(CpuLinear, Q8_0SimdLevelsAgreeBitwise) {
+// Every level performs linear.h's one sequence of operations: the same bits, scalar
+// included, for every type (Q8_0's integer block sums are exact on every level).
+TEST(CpuLinear, EveryLevelGivesTheSameBits) {
   LevelGuard guard;
-  if (detected_simd_level() < SimdLevel::kAvx512) GTEST_SKIP() << "needs two SIMD levels above scalar";
   ThreadPool pool(2);
   std::mt19937 rng(13);
-  const int64_t m = 7, n = 29, k = 512;
-  const Matrix w = random_matrix(DType::kQ8_0, n, k, rng);
-  const WeightSlice s = w.slice();
-  const std::vector<float> x = random_x(m, k, rng);
-  std::vector<float> base(static_cast<size_t>(m * n)), y(base.size());
-  set_simd_level(SimdLevel::kAvx2);
-  linear(x.data(), m, k, {&s, 1}, base.data(), n, pool);
-  for (const SimdLevel level : levels()) {
-    if (level <= SimdLevel::kAvx2) continue;
-    set_simd_level(level);
-    linear(x.data(), m, k, {&s, 1}, y.data(), n, pool);
-    EXPECT_EQ(0, std::memcmp(y.data(), base.data(), y.size() * 4)) << simd_level_name(level);
+  const int64_t m = 7, n = 29, k = 544;
+  for (const DType t : kTypes) {
+    const Matrix w = random_matrix(t, n, t == DType::kQ8_0 ? k : k - 3, rng);
+    const WeightSlice s = w.slice();
+    const std::vector<float> x = random_x(m, w.k, rng);
+    std::vector<float> base(static_cast<size_t>(m * n), NAN), y(base.size(), NAN);
+    set_simd_level(SimdLevel::kScalar);
+    linear(x.data(), m, w.k, {&s, 1}, base.data(), n, pool);
+    for (const SimdLevel level : levels()) {
+      set_simd_level(level);
+      linear(x.data(), m, w.k, {&s, 1}, y.data(), n, pool);
+      EXPECT_EQ(0, std::memcmp(y.data(), base.data(), y.size() * 4)) << simd_level_name(level) << " " << dtype_name(t);
+    }
+  }
+}
+
+// Float weights follow invariant_gemm.h's sequence: a bf16 matrix gives the bits of its
+// float32 widening through matmul_nt_invariant, so the CPU backend's deterministic
+// numerics are the same on either weight path.
+TEST(CpuLinear, FloatWeightsGiveTheInvariantGemmBits) {
+  LevelGuard guard;
+  ThreadPool pool(3);
+  std::mt19937 rng(17);
+  const int64_t m = 9, n = 31, k = 203;
+  for (const DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
+    const Matrix w = random_matrix(t, n, k, rng);
+    std::vector<float> wide(w.values.begin(), w.values.end());
+    const std::vector<float> x = random_x(m, k, rng);
+    std::vector<float> want(static_cast<size_t>(m * n), NAN), got(want.size(), NAN);
+    matmul_nt_invariant(x.data(), wide.data(), want.data(), m, n, k, false, pool);
+    const WeightSlice s = w.slice();
+    for (const SimdLevel level : levels()) {
+      set_simd_level(level);
+      linear(x.data(), m, k, {&s, 1}, got.data(), n, pool);
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << simd_level_name(level) << " " << dtype_name(t);
+    }
   }
 }
 

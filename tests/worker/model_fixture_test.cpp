@@ -13,11 +13,12 @@ namespace {
 
 using testing::FixtureModel;
 
-std::unique_ptr<Backend> open_backend(const ModelSource& src, bool hf_bf16_rope) {
+std::unique_ptr<Backend> open_backend(const ModelSource& src, bool hf_bf16_rope, bool float32_weights = false) {
   ModelConfig config = ModelConfig::from_source(src);
   config.rope_inv_freq_bf16 = hf_bf16_rope;
   BackendOptions opt;
   opt.num_kv_blocks = 256;
+  opt.cpu_float32_weights = float32_weights;
   return create_backend("cpu", src, config, opt);
 }
 
@@ -99,6 +100,38 @@ TEST_P(SameWeightsFixture, GreedyMatchesGoldenAloneBatchedAndChunked) {
   auto chunked = testing::offline_engine(backend, *src_, 2);
   const auto c = testing::run_tokens(*chunked, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(c[i], alone[i]) << "prompt " << i << " chunked";
+}
+
+// Weights kept in their stored type (kernels/cpu/linear.h) against the float32 path on
+// the same weights, every golden prompt at every position, under the CPU's default
+// batch-invariant numerics. bf16: the same operations in the same order (linear.h), so
+// the same bits. Q8_0: the activations are quantized to int8 per block of 32 as well
+// (docs/NUMERICS.md gives the bound).
+TEST_P(ModelFixture, StoredTypeWeightsMatchFloat32Path) {
+  auto typed = testing::offline_engine(open_backend(*src_, false), *src_);
+  auto f32 = testing::offline_engine(open_backend(*src_, false, true), *src_);
+  const bool q8_0 = GetParam().path.find("q8_0") != std::string::npos;
+  const float max_abs_bound = q8_0 ? 1e-1f : 0.0f;
+  const double rms_bound = q8_0 ? 2e-2 : 0.0;
+  float max_abs = 0;
+  double rms = 0;
+  for (const auto& p : golden_["prompts"]) {
+    const auto ids = p["ids"].get<std::vector<int32_t>>();
+    const std::vector<float> a = typed->prompt_logits(ids, true), b = f32->prompt_logits(ids, true);
+    ASSERT_EQ(a.size(), b.size());
+    double sum_sq = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(a[i])) << "logit " << i;
+      const float d = std::fabs(a[i] - b[i]);
+      max_abs = std::max(max_abs, d);
+      sum_sq += static_cast<double>(d) * d;
+    }
+    rms = std::max(rms, std::sqrt(sum_sq / static_cast<double>(a.size())));
+  }
+  std::printf("%s: stored type vs float32 path: max |diff| %.3g, worst prompt RMS %.3g\n", GetParam().path.c_str(), max_abs, rms);
+  EXPECT_LE(max_abs, max_abs_bound);
+  EXPECT_LE(rms, rms_bound);
+  if (q8_0) EXPECT_GT(max_abs, 0.0f) << "int8 activations change the logits; is the stored type used?";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelFixture, ::testing::ValuesIn(testing::all_fixture_models()), testing::fixture_param_name);

@@ -19,7 +19,7 @@ class PagedReference : public ::testing::TestWithParam<std::string> {};
 TEST_P(PagedReference, ChunkedBatchedPagedMatchesUnpagedReference) {
   auto src = ModelSource::open(testing::fixture_path(GetParam()));
   const ModelConfig config = ModelConfig::from_source(*src);
-  const ModelWeights weights = ModelWeights::load(*src, config);
+  const ModelWeights weights = ModelWeights::load(*src, config, {}, true);  // float32, for the reference
   constexpr int32_t kBlockSize = 16;
   constexpr int32_t kBlocks = 64;
   BackendOptions opt;

@@ -5,11 +5,12 @@
 namespace sy::testing {
 namespace {
 
-std::vector<float> matvec(const std::vector<float>& w, const float* x, int rows, int cols, size_t row_offset = 0) {
+// w: loaded with float32 = true (one float32 matrix).
+std::vector<float> matvec(const WeightMatrix& w, const float* x, int rows, int cols, size_t row_offset = 0) {
   std::vector<float> y(static_cast<size_t>(rows));
   for (int r = 0; r < rows; ++r) {
     double s = 0;
-    const float* wr = w.data() + row_offset + static_cast<size_t>(r) * cols;
+    const float* wr = w.f32() + row_offset + static_cast<size_t>(r) * cols;
     for (int c = 0; c < cols; ++c) s += static_cast<double>(wr[c]) * x[c];
     y[static_cast<size_t>(r)] = static_cast<float>(s);
   }
@@ -45,8 +46,8 @@ std::vector<float> reference_logits(const ModelWeights& w, const std::vector<int
   const int T = static_cast<int>(ids.size()), H = c.hidden, D = c.head_dim, Q = c.q_dim(), KV = c.kv_dim();
   std::vector<std::vector<float>> x(static_cast<size_t>(T));
   for (int t = 0; t < T; ++t)
-    x[static_cast<size_t>(t)].assign(w.embedding.begin() + static_cast<ptrdiff_t>(ids[static_cast<size_t>(t)]) * H,
-                                     w.embedding.begin() + static_cast<ptrdiff_t>(ids[static_cast<size_t>(t)] + 1) * H);
+    x[static_cast<size_t>(t)].assign(w.embedding.f32() + static_cast<ptrdiff_t>(ids[static_cast<size_t>(t)]) * H,
+                                     w.embedding.f32() + static_cast<ptrdiff_t>(ids[static_cast<size_t>(t)] + 1) * H);
   for (const LayerWeights& L : w.layers) {
     std::vector<std::vector<float>> keys(static_cast<size_t>(T)), values(static_cast<size_t>(T)), queries(static_cast<size_t>(T));
     for (int t = 0; t < T; ++t) {
@@ -108,7 +109,7 @@ std::vector<float> reference_logits(const ModelWeights& w, const std::vector<int
     }
   }
   std::vector<float> logits(static_cast<size_t>(T) * c.vocab);
-  const float* out = w.output_matrix();
+  const float* out = w.output_matrix().f32();
   for (int t = 0; t < T; ++t) {
     std::vector<float> h = x[static_cast<size_t>(t)];
     rmsnorm(h.data(), w.output_norm.data(), H, c.rms_eps);

@@ -71,6 +71,9 @@ struct BackendOptions {
   // (it costs nothing at serving sizes) and off for cuda (2.2-3x slower decode on the
   // H200 today); the gateway asks its workers for it (replicas.yaml worker.numerics).
   std::optional<bool> deterministic;
+  // cpu: widen every weight to float32 at load (the reference path tests compare with:
+  // 2x a bf16 model's memory, 4x a Q8_0 one's) instead of computing on the stored type.
+  bool cpu_float32_weights = false;
   int32_t num_kv_blocks = 0;  // 0: derive from kv_memory_bytes
   size_t kv_memory_bytes = size_t{2} << 30;
   // cuda: with num_kv_blocks 0 and this > 0, the KV cache takes this fraction of the

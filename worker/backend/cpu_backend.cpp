@@ -76,16 +76,14 @@ class CpuBackend::Step : public DecoderOps {
   }
 
   void embed() override {
-    const auto& emb = b_.weights_.embedding;
-    for (int64_t t = 0; t < T_; ++t)
-      std::memcpy(&b_.x_[static_cast<size_t>(t * H_)], &emb[static_cast<size_t>(tokens_[static_cast<size_t>(t)]) * H_], H_ * sizeof(float));
+    for (int64_t t = 0; t < T_; ++t) b_.weights_.embedding_row(tokens_[static_cast<size_t>(t)], &b_.x_[static_cast<size_t>(t * H_)]);
   }
 
   void attention_norm(int l) override { norm(layer(l).attn_norm.data(), l > 0); }
 
   void qkv_projection(int l) override {
     const LayerWeights& L = layer(l);
-    b_.matmul(b_.h_.data(), L.wqkv.data(), b_.qkv_.data(), T_, QKV_, H_);
+    b_.matmul(b_.h_.data(), L.wqkv, b_.qkv_.data(), T_);
     if (L.bqkv.empty() && !c_.qk_norm) return;
     for_row_chunks(*b_.pool_, T_, [&](int64_t r0, int64_t r1) {
       for (int64_t t = r0; t < r1; ++t) {
@@ -117,16 +115,16 @@ class CpuBackend::Step : public DecoderOps {
       cpu::paged_attention(ap_, *b_.pool_);
   }
 
-  void output_projection(int l) override { b_.matmul(b_.attn_.data(), layer(l).wo.data(), b_.proj_.data(), T_, H_, Q_); }
+  void output_projection(int l) override { b_.matmul(b_.attn_.data(), layer(l).wo, b_.proj_.data(), T_); }
 
   void mlp_norm(int l) override { norm(layer(l).ffn_norm.data(), true); }
 
   void gate_up(int l) override {
-    b_.matmul(b_.h_.data(), layer(l).w_gate_up.data(), b_.gate_up_.data(), T_, 2 * F_, H_);
+    b_.matmul(b_.h_.data(), layer(l).w_gate_up, b_.gate_up_.data(), T_);
     for_row_chunks(*b_.pool_, T_, [&](int64_t r0, int64_t r1) { cpu::silu_mul(&b_.gate_up_[r0 * 2 * F_], &b_.act_[r0 * F_], r1 - r0, F_); });
   }
 
-  void down_projection(int l) override { b_.matmul(b_.act_.data(), layer(l).w_down.data(), b_.proj_.data(), T_, H_, F_); }
+  void down_projection(int l) override { b_.matmul(b_.act_.data(), layer(l).w_down, b_.proj_.data(), T_); }
 
   void all_reduce_delta() override { b_.all_reduce(b_.proj_.data(), static_cast<size_t>(T_ * H_)); }
 
@@ -187,7 +185,8 @@ class CpuBackend::Step : public DecoderOps {
 
 CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const BackendOptions& options, TensorParallel tp,
                        parallel::Communicator* comm, ContextParallel cp, parallel::Communicator* cp_comm)
-    : weights_(ModelWeights::load(src, config, RankShape::of(config, tp))),
+    : own_src_(options.cpu_float32_weights ? nullptr : ModelSource::open(src.path())),
+      weights_(ModelWeights::load(own_src_ ? *own_src_ : src, config, RankShape::of(config, tp), options.cpu_float32_weights)),
       local_(weights_.shape.local(config)),
       block_size_(options.block_size),
       deterministic_(options.deterministic.value_or(true)),
@@ -223,11 +222,18 @@ CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const 
 
 CpuBackend::~CpuBackend() = default;
 
-void CpuBackend::matmul(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k) const {
-  if (deterministic_)
-    cpu::matmul_nt_invariant(x, w, y, m, n, k, false, *pool_);
-  else
-    cpu::matmul_nt(x, w, y, m, n, k);
+void CpuBackend::matmul(const float* x, const WeightMatrix& w, float* y, int64_t m, int64_t ldy) const {
+  if (ldy < 0) ldy = w.rows;
+  if (const float* f = w.f32(); f && ldy == w.rows) {  // the float32 reference path, as before
+    if (deterministic_)
+      cpu::matmul_nt_invariant(x, f, y, m, w.rows, w.cols, false, *pool_);
+    else
+      cpu::matmul_nt(x, f, y, m, w.rows, w.cols);
+    return;
+  }
+  cpu::LinearOptions opt;
+  opt.fast_prefill = !deterministic_;
+  cpu::linear(x, m, w.cols, w.slices, y, ldy, *pool_, opt);
 }
 
 void CpuBackend::all_reduce(float* data, size_t n) const {
@@ -249,12 +255,15 @@ void CpuBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
   const int64_t H = c.hidden, V = c.vocab;
   logits.resize(static_cast<size_t>(R * V));
   if (R == 0) return;  // every rank of this tensor-parallel group agrees
-  if (!comm_) return matmul(last_.data(), weights_.output_matrix(), logits.data(), R, V, H);
+  if (!comm_) return matmul(last_.data(), weights_.output_matrix(), logits.data(), R);
   const RankShape& s = weights_.shape;
   const int64_t stride = s.vocab_stride;
   local_logits_.resize(static_cast<size_t>(R * stride));
   gathered_.resize(static_cast<size_t>(R * stride * s.size));
-  matmul(last_.data(), weights_.lm_head.data(), local_logits_.data(), R, stride, H);
+  // Rows past the rank's vocabulary (padding to the stride) are dropped below; zero them
+  // where the weights have no padding rows.
+  if (weights_.lm_head.rows < stride) std::fill(local_logits_.begin(), local_logits_.end(), 0.0f);
+  matmul(last_.data(), weights_.lm_head, local_logits_.data(), R, stride);
   if (const parallel::CommStatus st = comm_->all_gather(local_logits_.data(), local_logits_.size(), gathered_.data()); !st.ok())
     throw std::runtime_error("tensor-parallel logits gather failed: " + std::string(parallel::to_string(st.code)) + " " + st.message);
   // gathered_ is [rank][row][stride]; logits are [row][vocab], padding dropped.

@@ -1,6 +1,9 @@
-// The CPU backend: float32 compute, GEMMs through the batch-invariant kernel
-// (BackendOptions::deterministic, on by default) or OpenBLAS, attention over the paged KV
-// cache on a thread pool. It runs the decoder's one description (worker/model/decoder.h)
+// The CPU backend: float32 activations; linear layers on the weights in their stored type
+// where the kernels take it (bf16, f16, Q8_0, f32: kernels/cpu/linear.h, SIMD level
+// chosen at run time; the weights are views of the file, which the backend maps again
+// itself so that `src` may go first), or widened to float32 (BackendOptions::cpu_float32_weights, the reference
+// path) through the batch-invariant GEMM (BackendOptions::deterministic, on by default)
+// or OpenBLAS; attention over the paged KV cache on a thread pool. It runs the decoder's one description (worker/model/decoder.h)
 // and is the reference every other backend is compared with.
 //
 // Tensor parallelism: a backend made for one rank of a group (TensorParallel, with that
@@ -53,12 +56,17 @@ class CpuBackend : public Backend {
  private:
   class Step;  // the decoder's ops over one plan (cpu_backend.cpp)
 
-  // y[m, n] = x[m, k] · w[n, k]ᵀ with the GEMM the options chose.
-  void matmul(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k) const;
+  // y[m, w.rows] = x[m, w.cols] · wᵀ (y's row stride ldy, -1: w.rows): float32 weights
+  // through the batch-invariant GEMM or OpenBLAS as the options chose, weights kept in
+  // their type through cpu::linear (batch-invariant unless deterministic is off).
+  void matmul(const float* x, const WeightMatrix& w, float* y, int64_t m, int64_t ldy = -1) const;
   // Sums `data` over the ranks (no-op for one rank); a failed collective is fatal to the
   // step (std::runtime_error: the engine ends its requests).
   void all_reduce(float* data, size_t n) const;
 
+  // The model file mapped again for the weights' views (null on the float32 path): the
+  // caller's ModelSource may be destroyed before the backend.
+  std::unique_ptr<ModelSource> own_src_;
   ModelWeights weights_;
   ModelConfig local_;  // this rank's head counts and FFN width
   cpu::RopeParams rope_;

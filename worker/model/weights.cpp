@@ -74,9 +74,24 @@ const TensorInfo& find_weight(const ModelSource& src, WeightRole r, int layer, c
 
 namespace {
 
+// Rows [row0, row0 + take) of a tensor of `rows` rows (take -1: all of them).
+struct Part {
+  Role role;
+  int64_t rows;
+  int64_t row0 = 0, take = -1;
+  int64_t count() const { return take < 0 ? rows - row0 : take; }
+};
+
+// Columns [col0, col0 + n) of every row (n -1: all of them).
+struct Cols {
+  int64_t all;
+  int64_t col0 = 0, n = -1;
+  int64_t count() const { return n < 0 ? all - col0 : n; }
+};
+
 class Loader {
  public:
-  Loader(const ModelSource& src) : src_(src) {}
+  Loader(const ModelSource& src, bool float32) : src_(src), float32_(float32) {}
 
   // Appends the tensor, converted to float32, to `out` after checking its shape: rows
   // [row0, row0 + rows) and columns [col0, col0 + cols) of it (a tensor-parallel rank's
@@ -89,28 +104,7 @@ class Loader {
     if (cols < 0) cols = row - col0;
     const size_t base = out.size();
     out.resize(base + static_cast<size_t>(rows * cols));
-    const size_t row_bytes = *dtype_bytes(t->dtype, row);
-    // A column slice that does not start and end on a quantization block converts whole
-    // rows and keeps the slice (only the slice stays in memory).
-    const auto skip = dtype_bytes(t->dtype, col0);
-    const bool whole_rows = !skip || !dtype_bytes(t->dtype, cols);
-    // Convert in row chunks on the pool: an 8B model's float32 copy is 32 GB.
-    const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{1} << 20) / row);
-    float* dst = out.data() + base;
-    const uint8_t* src = t->data + static_cast<size_t>(row0) * row_bytes;
-    cpu::ThreadPool::global().parallel_for((rows + rows_per_chunk - 1) / rows_per_chunk, [&](int64_t c) {
-      const int64_t r1 = std::min(rows, (c + 1) * rows_per_chunk);
-      std::vector<float> full(whole_rows ? static_cast<size_t>(row) : 0);
-      for (int64_t i = c * rows_per_chunk; i < r1; ++i) {
-        const uint8_t* in = src + static_cast<size_t>(i) * row_bytes;
-        if (!whole_rows) {
-          to_f32(t->dtype, in + *skip, dst + i * cols, cols);
-          continue;
-        }
-        to_f32(t->dtype, in, full.data(), row);
-        std::copy(full.begin() + col0, full.begin() + col0 + cols, dst + i * cols);
-      }
-    });
+    convert(*t, row0, rows, {row, col0, cols}, out.data() + base);
   }
 
   std::vector<float> get(Role r, int layer, const std::vector<int64_t>& shape) const {
@@ -119,39 +113,117 @@ class Loader {
     return v;
   }
 
+  // The parts' row ranges stacked by rows, columns `cols` of each: a view of the file per
+  // part where the kernels take its type (`any_type`: whatever the type, for lookups
+  // only) and the columns fall on its blocks, else float32 rows of its own. On the
+  // float32 path one float32 matrix with `pad_rows` zero rows at the end.
+  WeightMatrix matrix(const std::vector<Part>& parts, int layer, Cols cols, bool any_type = false,
+                      int64_t pad_rows = 0) const {
+    WeightMatrix w;
+    w.cols = cols.count();
+    std::vector<const TensorInfo*> tensors;
+    for (const Part& p : parts) {
+      tensors.push_back(&find_weight(src_, p.role, layer, {p.rows, cols.all}));
+      w.rows += p.count();
+    }
+    if (float32_) {
+      w.rows += pad_rows;
+      w.owned.emplace_back(new float[static_cast<size_t>(w.rows * w.cols)]());
+      float* dst = w.owned.back().get();
+      for (size_t i = 0; i < parts.size(); ++i) {
+        convert(*tensors[i], parts[i].row0, parts[i].count(), cols, dst);
+        dst += parts[i].count() * w.cols;
+      }
+      w.slices.push_back({DType::kF32, w.rows, reinterpret_cast<const uint8_t*>(w.owned.back().get()),
+                          static_cast<size_t>(w.cols) * sizeof(float), 0});
+      return w;
+    }
+    int64_t y0 = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const TensorInfo& t = *tensors[i];
+      const Part& p = parts[i];
+      const size_t row_bytes = *dtype_bytes(t.dtype, cols.all);
+      const auto skip = dtype_bytes(t.dtype, cols.col0);
+      if ((any_type || cpu::linear_supports(t.dtype)) && skip && dtype_bytes(t.dtype, w.cols)) {
+        w.slices.push_back({t.dtype, p.count(), t.data + static_cast<size_t>(p.row0) * row_bytes + *skip, row_bytes, y0});
+      } else {
+        w.owned.emplace_back(new float[static_cast<size_t>(p.count() * w.cols)]);
+        convert(t, p.row0, p.count(), cols, w.owned.back().get());
+        w.slices.push_back({DType::kF32, p.count(), reinterpret_cast<const uint8_t*>(w.owned.back().get()),
+                            static_cast<size_t>(w.cols) * sizeof(float), y0});
+      }
+      y0 += p.count();
+    }
+    return w;
+  }
+
  private:
+  // Rows [row0, row0 + rows), columns `cols`, of `t` converted to float32 into dst.
+  void convert(const TensorInfo& t, int64_t row0, int64_t rows, Cols cols, float* dst) const {
+    const int64_t row = cols.all, col0 = cols.col0, n = cols.count();
+    const size_t row_bytes = *dtype_bytes(t.dtype, row);
+    // A column slice that does not start and end on a quantization block converts whole
+    // rows and keeps the slice (only the slice stays in memory).
+    const auto skip = dtype_bytes(t.dtype, col0);
+    const bool whole_rows = !skip || !dtype_bytes(t.dtype, n);
+    // Convert in row chunks on the pool: an 8B model's float32 copy is 32 GB.
+    const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{1} << 20) / row);
+    const uint8_t* src = t.data + static_cast<size_t>(row0) * row_bytes;
+    cpu::ThreadPool::global().parallel_for((rows + rows_per_chunk - 1) / rows_per_chunk, [&](int64_t c) {
+      const int64_t r1 = std::min(rows, (c + 1) * rows_per_chunk);
+      std::vector<float> full(whole_rows ? static_cast<size_t>(row) : 0);
+      for (int64_t i = c * rows_per_chunk; i < r1; ++i) {
+        const uint8_t* in = src + static_cast<size_t>(i) * row_bytes;
+        if (!whole_rows) {
+          to_f32(t.dtype, in + *skip, dst + i * n, n);
+          continue;
+        }
+        to_f32(t.dtype, in, full.data(), row);
+        std::copy(full.begin() + col0, full.begin() + col0 + n, dst + i * n);
+      }
+    });
+  }
+
   const ModelSource& src_;
+  bool float32_;
 };
+
+bool kernels_take(const WeightMatrix& w) {
+  for (const cpu::WeightSlice& s : w.slices)
+    if (!cpu::linear_supports(s.type)) return false;
+  return true;
+}
 
 }  // namespace
 
-ModelWeights ModelWeights::load(const ModelSource& src, const ModelConfig& c, const RankShape& s) {
+void ModelWeights::embedding_row(int32_t token, float* out) const {
+  const cpu::WeightSlice& s = embedding.slices[0];
+  to_f32(s.type, s.data + static_cast<size_t>(token) * s.row_stride, out, embedding.cols);
+}
+
+ModelWeights ModelWeights::load(const ModelSource& src, const ModelConfig& c, const RankShape& s, bool float32) {
   ModelWeights w;
   w.config = c;
   w.shape = s.size > 1 ? s : RankShape::of(c, {});
-  Loader ld(src);
+  Loader ld(src, float32);
   const int64_t H = c.hidden, Q = c.q_dim(), KV = c.kv_dim(), F = c.ffn, V = c.vocab, D = c.head_dim;
   // This rank's slices: query rows/columns, KV rows, FFN rows/columns (all of them for
   // one rank).
   const int64_t q0 = int64_t{w.shape.q_head0} * D, nq = int64_t{w.shape.n_heads} * D;
   const int64_t kv0 = int64_t{w.shape.kv_head0} * D, nkv = int64_t{w.shape.n_kv_heads} * D;
   const int64_t f0 = w.shape.ffn0, nf = w.shape.ffn;
-  w.embedding = ld.get(Role::kEmbed, 0, {V, H});
+  w.embedding = ld.matrix({{Role::kEmbed, V}}, 0, {H}, true);
   w.output_norm = ld.get(Role::kOutNorm, 0, {H});
-  if (s.size > 1) {  // this rank's vocabulary rows, padded to the common stride
-    ld.append(c.tied_embeddings ? Role::kEmbed : Role::kOutput, 0, {V, H}, w.lm_head, w.shape.vocab0, w.shape.vocab);
-    w.lm_head.resize(static_cast<size_t>(int64_t{w.shape.vocab_stride} * H), 0.0f);
-  } else if (!c.tied_embeddings) {
-    w.lm_head = ld.get(Role::kOutput, 0, {V, H});
-  }
+  const Role head = c.tied_embeddings ? Role::kEmbed : Role::kOutput;
+  if (s.size > 1)  // this rank's vocabulary rows (padded to the common stride on the float32 path)
+    w.lm_head = ld.matrix({{head, V, w.shape.vocab0, w.shape.vocab}}, 0, {H}, false, w.shape.vocab_stride - w.shape.vocab);
+  else if (!c.tied_embeddings || !kernels_take(w.embedding))
+    w.lm_head = ld.matrix({{head, V}}, 0, {H});
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int l = 0; l < c.n_layers; ++l) {
     LayerWeights& L = w.layers[static_cast<size_t>(l)];
     L.attn_norm = ld.get(Role::kAttnNorm, l, {H});
-    L.wqkv.reserve(static_cast<size_t>((nq + 2 * nkv) * H));
-    ld.append(Role::kQ, l, {Q, H}, L.wqkv, q0, nq);
-    ld.append(Role::kK, l, {KV, H}, L.wqkv, kv0, nkv);
-    ld.append(Role::kV, l, {KV, H}, L.wqkv, kv0, nkv);
+    L.wqkv = ld.matrix({{Role::kQ, Q, q0, nq}, {Role::kK, KV, kv0, nkv}, {Role::kV, KV, kv0, nkv}}, l, {H});
     if (c.qkv_bias) {
       ld.append(Role::kQBias, l, {Q}, L.bqkv, 0, 1, q0, nq);
       ld.append(Role::kKBias, l, {KV}, L.bqkv, 0, 1, kv0, nkv);
@@ -161,12 +233,10 @@ ModelWeights ModelWeights::load(const ModelSource& src, const ModelConfig& c, co
       L.q_norm = ld.get(Role::kQNorm, l, {D});
       L.k_norm = ld.get(Role::kKNorm, l, {D});
     }
-    ld.append(Role::kO, l, {H, Q}, L.wo, 0, -1, q0, nq);
+    L.wo = ld.matrix({{Role::kO, H}}, l, {Q, q0, nq});
     L.ffn_norm = ld.get(Role::kFfnNorm, l, {H});
-    L.w_gate_up.reserve(static_cast<size_t>(2 * nf * H));
-    ld.append(Role::kGate, l, {F, H}, L.w_gate_up, f0, nf);
-    ld.append(Role::kUp, l, {F, H}, L.w_gate_up, f0, nf);
-    ld.append(Role::kDown, l, {H, F}, L.w_down, 0, -1, f0, nf);
+    L.w_gate_up = ld.matrix({{Role::kGate, F, f0, nf}, {Role::kUp, F, f0, nf}}, l, {H});
+    L.w_down = ld.matrix({{Role::kDown, H}}, l, {F, f0, nf});
   }
   return w;
 }

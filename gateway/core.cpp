@@ -155,7 +155,7 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
   }
   const int64_t cached = std::min<int64_t>(static_cast<int64_t>(states[i].matched_blocks) * rr.block_size, rr.prompt_tokens);
   fleet_->dispatched(i, hashes, rr.prompt_tokens - cached);
-  ReplicaSlot slot(shared_from_this(), i, fleet_->generation(), rr.prompt_tokens - cached);
+  ReplicaSlot slot(shared_from_this(), i, fleet_->generation(), rr.prompt_tokens - cached, states[i].pending_prefill_tokens);
   r->dispatch(std::move(slot), fleet_->info(i), timeouts_for(r->priority_class()), hedge);
   return true;
 }

@@ -185,11 +185,14 @@ void Fleet::dispatched(size_t i, std::span<const uint64_t> prefix_hashes, int64_
   approx_.record(static_cast<int>(i), prefix_hashes);
 }
 
-void Fleet::first_token(size_t i, int64_t uncached_tokens, double ttft_s) {
+void Fleet::first_token(size_t i, int64_t uncached_tokens, double ttft_s, int64_t work_ahead_tokens) {
   ReplicaLoad& l = loads_[i];
   l.pending_prefill_tokens = std::max<int64_t>(0, l.pending_prefill_tokens - uncached_tokens);
+  // The first token waited for the prefill queued ahead of it too: dividing by its own
+  // tokens alone would count the queue twice (the router adds the pending tokens).
+  const int64_t work = uncached_tokens + std::max<int64_t>(0, work_ahead_tokens);
   if (uncached_tokens >= 16) {  // short prompts measure overheads more than prefill
-    const double sample = ttft_s / static_cast<double>(uncached_tokens);
+    const double sample = ttft_s / static_cast<double>(work);
     l.prefill_s_per_token = (1 - kCostSmoothing) * l.prefill_s_per_token + kCostSmoothing * sample;
   }
 }

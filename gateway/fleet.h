@@ -69,7 +69,9 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
 
   // Bookkeeping around one request on replica i.
   void dispatched(size_t i, std::span<const uint64_t> prefix_hashes, int64_t uncached_tokens);
-  void first_token(size_t i, int64_t uncached_tokens, double ttft_s);
+  // `work_ahead_tokens`: the replica's pending prefill tokens when the request was sent;
+  // the prefill cost per token is measured over them and the request's own.
+  void first_token(size_t i, int64_t uncached_tokens, double ttft_s, int64_t work_ahead_tokens = 0);
   // Gives a dispatch's slot back: only GatewayCore::give_back, for a ReplicaSlot.
   void finished(size_t i, bool got_first_token, int64_t uncached_tokens, int32_t prompt_tokens, int32_t cached_tokens);
   // An attempt on replica i failed (reset, refused, stalled, aborted) or succeeded.

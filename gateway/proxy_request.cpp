@@ -161,8 +161,9 @@ void ProxyRequest::on_tokens(const AttemptPtr& a, const InternalTokens& t) {
   const auto n = static_cast<int64_t>(t.ids.size());
   if (!a->first_token) {
     a->first_token = true;
-    tell_core([i = a->replica, uncached = a->slot.uncached_tokens(), on_worker = at - a->sent_at](GatewayCore& core) {
-      core.fleet().first_token(i, uncached, on_worker);
+    tell_core([i = a->replica, uncached = a->slot.uncached_tokens(), ahead = a->slot.work_ahead_tokens(),
+               on_worker = at - a->sent_at](GatewayCore& core) {
+      core.fleet().first_token(i, uncached, on_worker, ahead);
       core.observe_attempt_ttft(on_worker);
     });
   }

@@ -10,6 +10,7 @@ ReplicaSlot& ReplicaSlot::operator=(ReplicaSlot&& o) noexcept {
   replica_ = o.replica_;
   generation_ = o.generation_;
   uncached_tokens_ = o.uncached_tokens_;
+  work_ahead_tokens_ = o.work_ahead_tokens_;
   return *this;
 }
 

@@ -30,8 +30,15 @@ class SlotReturn {
 class ReplicaSlot {
  public:
   ReplicaSlot() = default;
-  ReplicaSlot(std::shared_ptr<SlotReturn> to, size_t replica, uint64_t fleet_generation, int64_t uncached_tokens)
-      : to_(std::move(to)), replica_(replica), generation_(fleet_generation), uncached_tokens_(uncached_tokens) {}
+  // `work_ahead_tokens`: the prefill work queued on the replica when this request was
+  // sent (its pending prefill tokens), which its first token also waited for.
+  ReplicaSlot(std::shared_ptr<SlotReturn> to, size_t replica, uint64_t fleet_generation, int64_t uncached_tokens,
+              int64_t work_ahead_tokens = 0)
+      : to_(std::move(to)),
+        replica_(replica),
+        generation_(fleet_generation),
+        uncached_tokens_(uncached_tokens),
+        work_ahead_tokens_(work_ahead_tokens) {}
   ReplicaSlot(ReplicaSlot&& o) noexcept { *this = std::move(o); }
   ReplicaSlot& operator=(ReplicaSlot&& o) noexcept;
   ReplicaSlot(const ReplicaSlot&) = delete;
@@ -41,6 +48,7 @@ class ReplicaSlot {
   bool held() const { return to_ != nullptr; }
   size_t replica() const { return replica_; }
   int64_t uncached_tokens() const { return uncached_tokens_; }
+  int64_t work_ahead_tokens() const { return work_ahead_tokens_; }
   // Gives the slot back; later calls (and the destructor) do nothing.
   void release(const SlotUse& use = {});
 
@@ -49,6 +57,7 @@ class ReplicaSlot {
   size_t replica_ = 0;
   uint64_t generation_ = 0;
   int64_t uncached_tokens_ = 0;
+  int64_t work_ahead_tokens_ = 0;
 };
 
 }  // namespace sy::gateway

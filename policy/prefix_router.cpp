@@ -2,7 +2,7 @@
 // (queued prefill work + this prompt's uncached tokens) × its measured prefill cost per
 // token (measured from real first tokens, so a slow replica costs more), among replicas
 // under the in-flight bound (nobody takes more than load_bound × the mean, counting this
-// request). Equal predictions are broken by rendezvous hashing of the prompt's first
+// request; a named session's later turns are exempt, see below). Equal predictions are broken by rendezvous hashing of the prompt's first
 // block, so a prefix keeps landing on the same replica and losing a replica moves only
 // the prefixes it held.
 //
@@ -42,9 +42,15 @@ class PrefixRouter : public Router {
     const auto flight_bound = static_cast<int64_t>(
         std::ceil(options_.load_bound * static_cast<double>(total_in_flight + 1) / available));
     const bool new_session = req.session_key != 0 && is_new_session(req.session_key, req.now_s);
+    const bool known_session = req.session_key != 0 && !new_session;
     std::vector<int64_t> homes = new_session ? home_counts(replicas) : std::vector<int64_t>();
     auto pick = [&](bool bounded) -> std::optional<size_t> {
-      auto eligible = [&](const ReplicaState& r) { return r.available && (!bounded || r.in_flight + 1 <= flight_bound); };
+      // A session's later turn is not held to the in-flight bound: moving it recomputes
+      // its whole context (tens of thousands of tokens in an agent's late turns), which
+      // its predicted cost already weighs against waiting at home.
+      auto eligible = [&](const ReplicaState& r) {
+        return r.available && (!bounded || known_session || r.in_flight + 1 <= flight_bound);
+      };
       // A new session: only the replicas whose sessions would cost least.
       double min_home_load = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < homes.size(); ++i)

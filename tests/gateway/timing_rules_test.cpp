@@ -1,5 +1,5 @@
 // The gateway's time-dependent rules on a manual clock, with no sleeps: outlier ejection
-// and its backoff, queue aging, the hedge delay and stall limit learned from latencies,
+// and its backoff, the prefill cost measurement, queue aging, the hedge delay and stall limit learned from latencies,
 // and the watchdog's first-token and stall timeouts (request_harness.h).
 #include <gtest/gtest.h>
 
@@ -40,6 +40,22 @@ TEST(Ejection, ASuccessOrANewBootEndsTheRun) {
   fleet.on_replica_change(r);
   EXPECT_FALSE(fleet.ejected(0));
   EXPECT_FALSE(fleet.next_ejection_end().has_value());
+}
+
+// The prefill cost per token is measured over the work the first token waited for: its
+// own uncached tokens and the prefill queued ahead of it when it was sent. Dividing by
+// its own tokens only would count the queue twice, as the router adds the queue itself.
+TEST(PrefillCost, MeasuredOverTheWorkAheadToo) {
+  Harness h;
+  Fleet& fleet = h.core->fleet();
+  const double before = fleet.load(0).prefill_s_per_token;
+  for (int i = 0; i < 200; ++i) fleet.first_token(0, 1000, 3.0, 2000);  // 3 s for 3,000 tokens
+  EXPECT_NEAR(fleet.load(0).prefill_s_per_token, 1e-3, 1e-9);
+  for (int i = 0; i < 200; ++i) fleet.first_token(0, 1000, 4.0);  // nothing ahead: 4 s for 1,000
+  EXPECT_NEAR(fleet.load(0).prefill_s_per_token, 4e-3, 1e-9);
+  fleet.first_token(0, 10, 9.0, 5000);  // a short prompt measures overheads: not a sample
+  EXPECT_NEAR(fleet.load(0).prefill_s_per_token, 4e-3, 1e-9);
+  EXPECT_GT(before, 0);
 }
 
 // A batch request queued at the start and a standard one `waited` seconds later: is the

@@ -101,10 +101,14 @@ TEST(PrefixRouter, NewSessionsSpreadAndLaterTurnsGoHome) {
   }
   // Ten each; by cost alone replicas 0 and 1 would take all 40.
   for (int i = 0; i < kReplicas; ++i) EXPECT_EQ(homes[i], 10) << "replica " << i;
-  // A later turn goes where its context is cached, even to the busiest home.
+  // A later turn goes where its context is cached, even to a home over the in-flight
+  // bound (ceil(1.25 × 10 / 4) = 4 here): elsewhere it would recompute 6,400 tokens.
   for (int s = 0; s < kSessions; ++s) {
     std::vector<ReplicaState> r;
-    for (int i = 0; i < kReplicas; ++i) r.push_back(replica(i + 1, 1, static_cast<size_t>(i) == home[s] ? 400 : 187));
+    for (int i = 0; i < kReplicas; ++i) {
+      const bool is_home = static_cast<size_t>(i) == home[s];
+      r.push_back(replica(i + 1, is_home ? 6 : 1, is_home ? 400 : 187));
+    }
     const auto got = router->choose({.affinity_key = 100u + s % kTypes, .prompt_tokens = 6500, .block_size = 16,
                                      .session_key = 5000u + s, .now_s = 30},
                                     r);

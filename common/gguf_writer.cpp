@@ -159,7 +159,10 @@ void Writer::add_tensor(std::string name, DType dtype, std::vector<int64_t> shap
 }
 
 void Writer::add_tensor_bytes(std::string name, DType dtype, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
-  const size_t row_bytes = *dtype_bytes(dtype, shape.back());
+  SY_CHECK(!shape.empty());
+  const auto row_size = dtype_bytes(dtype, shape.back());
+  SY_CHECK_MSG(row_size.has_value(), "tensor %s: a row of %s is not whole blocks", name.c_str(), dtype_name(dtype));
+  const size_t row_bytes = *row_size;
   auto data = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
   int64_t rows = 1;
   for (size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];

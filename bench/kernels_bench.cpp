@@ -1,13 +1,19 @@
-// CPU kernel micro-benchmarks (Google Benchmark): the GEMM shapes of a Qwen3-0.6B layer
-// and paged decode attention over a long context.
+// CPU kernel micro-benchmarks (Google Benchmark): the GEMM shapes of a Qwen3-0.6B layer,
+// products with weights in their stored type (kernels/cpu/linear.h) in the decode and
+// prefill shapes of Qwen3-0.6B and Llama-3-8B, and paged decode attention over a long
+// context.
 #include <benchmark/benchmark.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
+
+#include "common/half.h"
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/invariant_gemm.h"
+#include "kernels/cpu/linear.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace {
@@ -42,6 +48,73 @@ void BM_MatmulNt(benchmark::State& state, bool invariant) {
       ->Args({256, 4096, 1024})->Args({256, 6144, 1024})->Args({256, 1024, 3072})->UseRealTime()
 BENCHMARK_CAPTURE(BM_MatmulNt, openblas, false)->SY_GEMM_SHAPES;
 BENCHMARK_CAPTURE(BM_MatmulNt, invariant, true)->SY_GEMM_SHAPES;
+
+// Random weights [n, k] stored as `type` (bf16, f16, Q8_0 or f32).
+std::vector<uint8_t> random_weights(sy::DType type, int64_t n, int64_t k) {
+  const auto f = random_floats(static_cast<size_t>(n * k), 7);
+  std::vector<uint8_t> out;
+  if (type == sy::DType::kQ8_0) {
+    out.resize(static_cast<size_t>(n * k / sy::kQ8_0BlockSize) * sizeof(sy::BlockQ8_0));
+    std::mt19937 rng(8);
+    for (size_t b = 0; b < out.size() / sizeof(sy::BlockQ8_0); ++b) {
+      sy::BlockQ8_0 blk;
+      blk.d = sy::f32_to_f16(1e-3f);
+      for (auto& q : blk.qs) q = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+      std::memcpy(&out[b * sizeof(blk)], &blk, sizeof(blk));
+    }
+    return out;
+  }
+  if (type == sy::DType::kF32) {
+    out.resize(f.size() * 4);
+    std::memcpy(out.data(), f.data(), out.size());
+    return out;
+  }
+  out.resize(f.size() * 2);
+  for (size_t i = 0; i < f.size(); ++i) {
+    const uint16_t h = type == sy::DType::kBF16 ? sy::f32_to_bf16(f[i]) : sy::f32_to_f16(f[i]);
+    std::memcpy(&out[i * 2], &h, 2);
+  }
+  return out;
+}
+
+// y[m, n] = x[m, k] · W[n, k]ᵀ with W in its stored type (kernels/cpu/linear.h) at the
+// SIMD level chosen (SWITCHYARD_CPU_SIMD lowers it); `fast`: LinearOptions::fast_prefill
+// (rows >= kFastPrefillRows take dequantized tiles through sgemm). bytes/s counts the weight
+// bytes once per call: decode streams them once whatever m is.
+void BM_Linear(benchmark::State& state, sy::DType type, bool fast) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const auto x = random_floats(static_cast<size_t>(m * k), 1);
+  const auto w = random_weights(type, n, k);
+  std::vector<float> y(static_cast<size_t>(m * n));
+  const sy::cpu::WeightSlice slice{type, n, w.data(), w.size() / static_cast<size_t>(n), 0};
+  sy::cpu::LinearOptions opt;
+  opt.fast_prefill = fast;
+  for (auto _ : state) {
+    sy::cpu::linear(x.data(), m, k, {&slice, 1}, y.data(), n, sy::cpu::ThreadPool::global(), opt);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(w.size()), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(sy::cpu::simd_level_name(sy::cpu::simd_level()));
+}
+// Qwen3-0.6B: QKV (1024 → 4096), O (2048 → 1024), gate+up (1024 → 6144), down (3072 →
+// 1024), LM head (1024 → 151936). Llama-3-8B: QKV (4096 → 6144), O (4096 → 4096),
+// gate+up (4096 → 28672), down (14336 → 4096), LM head (4096 → 128256).
+#define SY_LINEAR_SHAPES(M)                                                                                   \
+  Args({M, 4096, 1024})->Args({M, 1024, 2048})->Args({M, 6144, 1024})->Args({M, 1024, 3072})                   \
+      ->Args({M, 151936, 1024})->Args({M, 6144, 4096})->Args({M, 4096, 4096})->Args({M, 28672, 4096})          \
+      ->Args({M, 4096, 14336})->Args({M, 128256, 4096})->UseRealTime()
+BENCHMARK_CAPTURE(BM_Linear, bf16_decode, sy::DType::kBF16, false)->SY_LINEAR_SHAPES(1);
+BENCHMARK_CAPTURE(BM_Linear, q8_0_decode, sy::DType::kQ8_0, false)->SY_LINEAR_SHAPES(1);
+BENCHMARK_CAPTURE(BM_Linear, f16_decode, sy::DType::kF16, false)->SY_LINEAR_SHAPES(1);
+BENCHMARK_CAPTURE(BM_Linear, f32_decode, sy::DType::kF32, false)->SY_LINEAR_SHAPES(1);
+BENCHMARK_CAPTURE(BM_Linear, bf16_batch8, sy::DType::kBF16, false)->SY_LINEAR_SHAPES(8);
+BENCHMARK_CAPTURE(BM_Linear, q8_0_batch8, sy::DType::kQ8_0, false)->SY_LINEAR_SHAPES(8);
+// Prefill: the batch-invariant kernels (--numerics deterministic) and the sgemm tiles.
+BENCHMARK_CAPTURE(BM_Linear, bf16_prefill_invariant, sy::DType::kBF16, false)->SY_LINEAR_SHAPES(512);
+BENCHMARK_CAPTURE(BM_Linear, bf16_prefill_sgemm, sy::DType::kBF16, true)->SY_LINEAR_SHAPES(512);
+BENCHMARK_CAPTURE(BM_Linear, q8_0_prefill_invariant, sy::DType::kQ8_0, false)->SY_LINEAR_SHAPES(512);
+BENCHMARK_CAPTURE(BM_Linear, q8_0_prefill_sgemm, sy::DType::kQ8_0, true)->SY_LINEAR_SHAPES(512);
 
 // One decode query per head over `ctx` cached tokens (16 query heads, 8 KV heads, d=128).
 void BM_PagedDecodeAttention(benchmark::State& state) {

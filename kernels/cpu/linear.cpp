@@ -91,6 +91,9 @@ const LinearKernels& kernels_for(SimdLevel l) {
   return k ? *k : *detail::linear_kernels_scalar();
 }
 
+// The types multiplied against x quantized to int8 per block of 32.
+bool int8_x(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0; }
+
 // dtype_name lives in common's library, which kernels/ does not link.
 std::string type_name(DType t) { return "#" + std::to_string(static_cast<int>(t)); }
 
@@ -100,6 +103,7 @@ size_t row_bytes(DType t, int64_t k) {
     case DType::kF16:
     case DType::kBF16: return static_cast<size_t>(k) * 2;
     case DType::kQ8_0: return static_cast<size_t>(k / kQ8_0BlockSize) * sizeof(BlockQ8_0);
+    case DType::kQ4_0: return static_cast<size_t>(k / kQ4_0BlockSize) * sizeof(BlockQ4_0);
     default: return 0;
   }
 }
@@ -107,7 +111,7 @@ size_t row_bytes(DType t, int64_t k) {
 void check_slices(std::span<const WeightSlice> w, int64_t k) {
   for (const WeightSlice& s : w) {
     if (!linear_supports(s.type)) throw std::invalid_argument("linear: weights of DType " + type_name(s.type));
-    if (s.type == DType::kQ8_0 && k % kQ8_0BlockSize != 0) throw std::invalid_argument("linear: Q8_0 rows of k % 32 != 0");
+    if (int8_x(s.type) && k % kQ8_0BlockSize != 0) throw std::invalid_argument("linear: block rows of k % 32 != 0");
   }
 }
 
@@ -123,7 +127,7 @@ void linear_sgemm(const float* x, int64_t m, int64_t k, std::span<const WeightSl
   const int64_t tile_rows = std::max<int64_t>(16, (int64_t{1} << 20) / k);
   thread_local std::vector<float> tile, x_q8;
   const float* xq = nullptr;
-  if (std::any_of(w.begin(), w.end(), [](const WeightSlice& s) { return s.type == DType::kQ8_0; })) {
+  if (std::any_of(w.begin(), w.end(), [](const WeightSlice& s) { return int8_x(s.type); })) {
     x_q8.resize(static_cast<size_t>(m * k));
     float* out = x_q8.data();
     pool.parallel_for(m, [&](int64_t r) {
@@ -156,7 +160,7 @@ void linear_sgemm(const float* x, int64_t m, int64_t k, std::span<const WeightSl
         wt = tile.data();
       }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(jn),
-                  static_cast<blasint>(k), 1.0f, s.type == DType::kQ8_0 ? xq : x, static_cast<blasint>(k), wt,
+                  static_cast<blasint>(k), 1.0f, int8_x(s.type) ? xq : x, static_cast<blasint>(k), wt,
                   static_cast<blasint>(ldw), 0.0f,
                   y + s.y_col0 + j0, static_cast<blasint>(ldy));
     }
@@ -194,7 +198,7 @@ SimdLevel set_simd_level(SimdLevel l) {
 }
 
 bool linear_supports(DType t) {
-  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0;
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0 || t == DType::kQ4_0;
 }
 
 void weight_row_to_f32(DType t, const uint8_t* src, float* dst, int64_t n) {
@@ -213,6 +217,15 @@ void weight_row_to_f32(DType t, const uint8_t* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(b[i / kQ8_0BlockSize].d) * b[i / kQ8_0BlockSize].qs[i % kQ8_0BlockSize];
       return;
     }
+    case DType::kQ4_0: {
+      const auto* b = reinterpret_cast<const BlockQ4_0*>(src);
+      for (int64_t i = 0; i < n; ++i) {
+        const BlockQ4_0& blk = b[i / kQ4_0BlockSize];
+        const int j = static_cast<int>(i % kQ4_0BlockSize);
+        dst[i] = f16_to_f32(blk.d) * static_cast<float>((j < 16 ? blk.qs[j] & 0x0f : blk.qs[j - 16] >> 4) - 8);
+      }
+      return;
+    }
     default: throw std::invalid_argument("weight_row_to_f32: DType " + type_name(t));
   }
 }
@@ -228,7 +241,7 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
   const int64_t nb = k / kQ8_0BlockSize;
   thread_local std::vector<XBlockQ8> xq_buffer;
   XBlockQ8* xq = nullptr;  // the caller's buffer: a thread_local named in a lambda would be each worker's own
-  if (std::any_of(w.begin(), w.end(), [](const WeightSlice& s) { return s.type == DType::kQ8_0; })) {
+  if (std::any_of(w.begin(), w.end(), [](const WeightSlice& s) { return int8_x(s.type); })) {
     xq_buffer.resize(static_cast<size_t>(m * nb));
     xq = xq_buffer.data();
     auto quantize = [&](int64_t r) { detail::quantize_x_q8(x + r * k, xq + r * nb, k); };
@@ -260,6 +273,7 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
       float* yp = y + r * ldy + s.y_col0 + ch.j0;
       switch (s.type) {
         case DType::kQ8_0: kern.q8_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kQ4_0: kern.q4_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kBF16: kern.bf16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kF16: kern.f16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         default: kern.f32(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;

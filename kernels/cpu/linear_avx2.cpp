@@ -10,7 +10,8 @@ const LinearKernels kKernels = {
     float_rows<Lanes8, WF32, 3>,
     float_rows<Lanes8, WF16, 3>,
     float_rows<Lanes8, WBF16, 3>,
-    q8_0_rows<DotAvx2, 2>,  // 4 × 2 accumulators and the weights' quants and magnitudes fit
+    q_rows<DotAvx2, WQ8_0, 2>,  // 4 × 2 accumulators and the weights' quants and magnitudes fit
+    q_rows<DotAvx2, WQ4_0, 2>,
 };
 
 }  // namespace

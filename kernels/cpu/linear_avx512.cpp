@@ -10,7 +10,8 @@ const LinearKernels kKernels = {
     float_rows<Lanes8, WF32, 4>,
     float_rows<Lanes8, WF16, 4>,
     float_rows<Lanes8, WBF16, 4>,
-    q8_0_rows<DotAvx2, 4>,
+    q_rows<DotAvx2, WQ8_0, 4>,
+    q_rows<DotAvx2, WQ4_0, 4>,
 };
 
 }  // namespace

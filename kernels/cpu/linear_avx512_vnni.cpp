@@ -17,7 +17,8 @@ const LinearKernels kKernels = {
     float_rows<Lanes8, WF32, 4>,
     float_rows<Lanes8, WF16, 4>,
     float_rows<Lanes8, WBF16, 4>,
-    q8_0_rows<DotVnni, 4>,
+    q_rows<DotVnni, WQ8_0, 4>,
+    q_rows<DotVnni, WQ4_0, 4>,
 };
 
 }  // namespace

@@ -23,7 +23,7 @@ inline constexpr int kLinearRows = 4;
 // w + j * ws bytes, k values each.
 using FloatRowsKernel = void (*)(const float* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols,
                                  int64_t k, float* y, int64_t ldy);
-// The same for Q8_0 weights and x quantized per block (k / 32 blocks a row, ldx blocks
+// The same for Q8_0 or Q4_0 weights and x quantized per block (k / 32 blocks a row, ldx blocks
 // between rows).
 using Q8RowsKernel = void (*)(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols,
                               int64_t k, float* y, int64_t ldy);
@@ -33,6 +33,7 @@ struct LinearKernels {
   FloatRowsKernel f16 = nullptr;
   FloatRowsKernel bf16 = nullptr;
   Q8RowsKernel q8_0 = nullptr;
+  Q8RowsKernel q4_0 = nullptr;
 };
 
 // Each returns null where the build lacks that level's file.
@@ -41,7 +42,7 @@ const LinearKernels* linear_kernels_avx2();
 const LinearKernels* linear_kernels_avx512();
 const LinearKernels* linear_kernels_avx512_vnni();
 
-// x quantized for Q8_0 products, the same for every level: per block of 32,
+// x quantized for Q8_0 and Q4_0 products, the same for every level: per block of 32,
 // d = max|x| / 127, qs = round-to-nearest-even(x / d) (0 for an all-zero block).
 void quantize_x_q8(const float* x, XBlockQ8* out, int64_t k);
 

@@ -52,11 +52,22 @@ void float_rows(const float* x, int64_t ldx, int rows, const uint8_t* w, size_t 
   }
 }
 
-void q8_0_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
-               int64_t ldy) {
+// The int8 value i of a weight block and its scale.
+struct Q8_0 {
+  using Block = BlockQ8_0;
+  static int32_t q(const Block& b, int i) { return b.qs[i]; }
+};
+struct Q4_0 {
+  using Block = BlockQ4_0;
+  static int32_t q(const Block& b, int i) { return (i < 16 ? b.qs[i] & 0x0f : b.qs[i - 16] >> 4) - 8; }
+};
+
+template <class WB>
+void q_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
+            int64_t ldy) {
   const int64_t nb = k / kQ8_0BlockSize;
   for (int64_t j = 0; j < cols; ++j) {
-    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w + static_cast<size_t>(j) * ws);
+    const auto* blocks = reinterpret_cast<const typename WB::Block*>(w + static_cast<size_t>(j) * ws);
     for (int r = 0; r < rows; ++r) {
       const XBlockQ8* xb = x + r * ldx;
       float lane[8] = {};
@@ -64,7 +75,7 @@ void q8_0_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
         const float scale = xb[b].d * f16_to_f32(blocks[b].d);
         for (int l = 0; l < 8; ++l) {  // lane l: the exact sum of products 4l..4l+3
           int32_t dot = 0;
-          for (int i = 4 * l; i < 4 * l + 4; ++i) dot += int32_t{blocks[b].qs[i]} * int32_t{xb[b].qs[i]};
+          for (int i = 4 * l; i < 4 * l + 4; ++i) dot += WB::q(blocks[b], i) * int32_t{xb[b].qs[i]};
           lane[l] = std::fma(scale, static_cast<float>(dot), lane[l]);
         }
       }
@@ -73,7 +84,7 @@ void q8_0_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
   }
 }
 
-const LinearKernels kKernels = {float_rows<F32>, float_rows<F16>, float_rows<BF16>, q8_0_rows};
+const LinearKernels kKernels = {float_rows<F32>, float_rows<F16>, float_rows<BF16>, q_rows<Q8_0>, q_rows<Q4_0>};
 
 }  // namespace
 

@@ -106,12 +106,28 @@ inline float hsum8(__m256 v) {
   return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
 
-// Q8_0 weights against x quantized per block (XBlockQ8): per block, Dot::dot gives eight
-// int32 partial sums of four products each (exact), converted to float and scaled by
-// x's and the weight's block scales into eight float lanes.
-template <class Dot, int C>
-void q8_0_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
-               int64_t ldy) {
+// Weight blocks of 32 values as 32 int8 quants and a float scale.
+struct WQ8_0 {
+  using Block = BlockQ8_0;
+  static __m256i quants(const Block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+};
+// Q4_0: byte j holds element j (low nibble) and j + 16 (high); value q - 8.
+struct WQ4_0 {
+  using Block = BlockQ4_0;
+  static __m256i quants(const Block& b) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m128i lo = _mm_and_si128(bytes, _mm_set1_epi8(0x0f));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0f));
+    return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
+  }
+};
+
+// 32-value weight blocks (WB: Q8_0, Q4_0) against x quantized per block (XBlockQ8): per
+// block, Dot::dot gives eight int32 partial sums of four products each (exact),
+// converted to float and scaled by x's and the weight's block scales into eight lanes.
+template <class Dot, class WB, int C>
+void q_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
+            int64_t ldy) {
   const int64_t nb = k / kQ8_0BlockSize;
   auto tile = [&]<int R, int CC>(int64_t j) {
     const uint8_t* wj = w + static_cast<size_t>(j) * ws;
@@ -122,8 +138,8 @@ void q8_0_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
       __m256i wq[CC];
       float wd[CC];
       for (int c = 0; c < CC; ++c) {
-        const auto* blk = reinterpret_cast<const BlockQ8_0*>(wj + c * ws) + b;
-        wq[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+        const auto* blk = reinterpret_cast<const typename WB::Block*>(wj + c * ws) + b;
+        wq[c] = WB::quants(*blk);
         wd[c] = _cvtsh_ss(blk->d);
       }
       for (int r = 0; r < R; ++r) {

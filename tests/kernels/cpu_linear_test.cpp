@@ -24,12 +24,30 @@ struct Matrix {
   std::vector<uint8_t> bytes;
   std::vector<double> values;  // [n, k], exactly what the bytes encode
   size_t row_stride() const { return bytes.size() / static_cast<size_t>(n); }
-  WeightSlice slice(int64_t y_col0 = 0) const { return {type, n, bytes.data(), row_stride(), y_col0}; }
+  WeightSlice slice(int64_t y_col0 = 0) const {
+    return {type, n, bytes.data(), row_stride(), y_col0};
+  }
 };
 
 Matrix random_matrix(DType type, int64_t n, int64_t k, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Matrix m{type, n, k, {}, std::vector<double>(static_cast<size_t>(n * k))};
+  if (type == DType::kQ4_0) {
+    const int64_t nb = k / kQ4_0BlockSize;
+    m.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ4_0));
+    for (int64_t b = 0; b < n * nb; ++b) {
+      BlockQ4_0 blk;
+      blk.d = f32_to_f16(0.01f * std::fabs(normal(rng)) + 1e-4f);
+      for (int j = 0; j < 16; ++j) blk.qs[j] = static_cast<uint8_t>(rng() & 0xff);
+      for (int i = 0; i < kQ4_0BlockSize; ++i) {
+        const int q = (i < 16 ? blk.qs[i] & 0x0f : blk.qs[i - 16] >> 4) - 8;
+        m.values[static_cast<size_t>(b * kQ4_0BlockSize + i)] =
+            static_cast<double>(f16_to_f32(blk.d)) * q;
+      }
+      std::memcpy(m.bytes.data() + b * sizeof(BlockQ4_0), &blk, sizeof(blk));
+    }
+    return m;
+  }
   if (type == DType::kQ8_0) {
     const int64_t nb = k / kQ8_0BlockSize;
     m.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ8_0));
@@ -39,7 +57,8 @@ Matrix random_matrix(DType type, int64_t n, int64_t k, std::mt19937& rng) {
       blk.d = f32_to_f16(0.01f * std::fabs(normal(rng)) + 1e-4f);
       for (int i = 0; i < kQ8_0BlockSize; ++i) {
         blk.qs[i] = static_cast<int8_t>(q(rng));
-        m.values[static_cast<size_t>(b * kQ8_0BlockSize + i)] = static_cast<double>(f16_to_f32(blk.d)) * blk.qs[i];
+        m.values[static_cast<size_t>(b * kQ8_0BlockSize + i)] =
+            static_cast<double>(f16_to_f32(blk.d)) * blk.qs[i];
       }
       std::memcpy(m.bytes.data() + b * sizeof(BlockQ8_0), &blk, sizeof(blk));
     }
@@ -85,13 +104,14 @@ double bound(const Matrix& w, const float* x, int64_t j) {
     quant += amax / 254.0 * wsum;
   }
   const double fp = 2.0 * (static_cast<double>(w.k) / 8 + 8) * std::ldexp(1.0, -24) * abs_sum;
-  return fp + (w.type == DType::kQ8_0 ? 1.01 * quant : 0.0) + 1e-30;
+  return fp + (w.type == DType::kQ8_0 || w.type == DType::kQ4_0 ? 1.01 * quant : 0.0) + 1e-30;
 }
 
 // Runs linear() on the slices into y [m, ldy] poisoned with NaN and checks every output
 // against float64 and every other element is still NaN.
-void check(std::span<const Matrix> ws, const std::vector<float>& x, int64_t m, int64_t k, ThreadPool& pool,
-           const LinearOptions& opt, const std::string& what, std::vector<float>* out = nullptr) {
+void check(std::span<const Matrix> ws, const std::vector<float>& x, int64_t m, int64_t k,
+           ThreadPool& pool, const LinearOptions& opt, const std::string& what,
+           std::vector<float>* out = nullptr) {
   std::vector<WeightSlice> slices;
   int64_t n = 0;
   for (const Matrix& w : ws) {
@@ -106,24 +126,29 @@ void check(std::span<const Matrix> ws, const std::vector<float>& x, int64_t m, i
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < w.n; ++j) {
         double ref = 0;
-        for (int64_t c = 0; c < k; ++c) ref += static_cast<double>(x[static_cast<size_t>(i * k + c)]) * w.values[static_cast<size_t>(j * k + c)];
+        for (int64_t c = 0; c < k; ++c)
+          ref += static_cast<double>(x[static_cast<size_t>(i * k + c)]) *
+                 w.values[static_cast<size_t>(j * k + c)];
         const float got = y[static_cast<size_t>(i * ldy + col + j)];
         const double tol = bound(w, &x[static_cast<size_t>(i * k)], j);
         if (!(std::fabs(got - ref) <= tol) && bad++ < 5)
-          ADD_FAILURE() << what << " " << dtype_name(w.type) << " row " << i << " col " << j << ": " << got << " vs " << ref << " (bound " << tol << ")";
+          ADD_FAILURE() << what << " " << dtype_name(w.type) << " row " << i << " col " << j << ": "
+                        << got << " vs " << ref << " (bound " << tol << ")";
       }
     col += w.n;
   }
   for (int64_t i = 0; i < m; ++i) {
     EXPECT_TRUE(std::isnan(y[static_cast<size_t>(i * ldy)])) << what << " wrote before its columns";
-    EXPECT_TRUE(std::isnan(y[static_cast<size_t>(i * ldy + ldy - 1)])) << what << " wrote past its columns";
+    EXPECT_TRUE(std::isnan(y[static_cast<size_t>(i * ldy + ldy - 1)]))
+        << what << " wrote past its columns";
   }
   if (out) *out = std::move(y);
 }
 
 std::vector<SimdLevel> levels() {
   std::vector<SimdLevel> l;
-  for (int i = 0; i <= static_cast<int>(detected_simd_level()); ++i) l.push_back(static_cast<SimdLevel>(i));
+  for (int i = 0; i <= static_cast<int>(detected_simd_level()); ++i)
+    l.push_back(static_cast<SimdLevel>(i));
   return l;
 }
 
@@ -133,7 +158,11 @@ struct LevelGuard {
   ~LevelGuard() { set_simd_level(saved); }
 };
 
-constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0};
+constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+
+bool blocks_of_32(DType t) {
+  return t == DType::kQ8_0 || t == DType::kQ4_0;
+}
 
 TEST(CpuLinear, EveryTypeAndLevelMatchesFloat64) {
   LevelGuard guard;
@@ -144,10 +173,12 @@ TEST(CpuLinear, EveryTypeAndLevelMatchesFloat64) {
     for (const DType t : kTypes)
       for (const int64_t m : {1, 2, 7, 64}) {
         std::uniform_int_distribution<int64_t> nd(1, 40), kd(1, 12);
-        const int64_t n = 2 * nd(rng) + 1;                                        // odd
-        const int64_t k = t == DType::kQ8_0 ? 32 * kd(rng) : 16 * kd(rng) + kd(rng) - 1;  // off the lanes too
+        const int64_t n = 2 * nd(rng) + 1;  // odd
+        const int64_t k =
+            blocks_of_32(t) ? 32 * kd(rng) : 16 * kd(rng) + kd(rng) - 1;  // off the lanes too
         const Matrix w = random_matrix(t, n, k, rng);
-        check({&w, 1}, random_x(m, k, rng), m, k, pool, {}, std::string(simd_level_name(level)) + " m=" + std::to_string(m));
+        check({&w, 1}, random_x(m, k, rng), m, k, pool, {},
+              std::string(simd_level_name(level)) + " m=" + std::to_string(m));
       }
   }
 }
@@ -162,7 +193,8 @@ TEST(CpuLinear, Q8_0IsExactWhereActivationsQuantizeExactly) {
   const Matrix w = random_matrix(DType::kQ8_0, n, k, rng);
   std::vector<float> x(static_cast<size_t>(m * k));
   std::uniform_int_distribution<int> q(-127, 127);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 32 == 5 ? 127.0f : static_cast<float>(q(rng))) * 0.03125f;
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = (i % 32 == 5 ? 127.0f : static_cast<float>(q(rng))) * 0.03125f;
   for (const SimdLevel level : levels()) {
     set_simd_level(level);
     std::vector<float> y(static_cast<size_t>(m * n), NAN);
@@ -172,10 +204,13 @@ TEST(CpuLinear, Q8_0IsExactWhereActivationsQuantizeExactly) {
       for (int64_t j = 0; j < n; ++j) {
         double ref = 0, mag = 0;
         for (int64_t c = 0; c < k; ++c) {
-          ref += static_cast<double>(x[static_cast<size_t>(i * k + c)]) * w.values[static_cast<size_t>(j * k + c)];
-          mag += std::fabs(x[static_cast<size_t>(i * k + c)] * w.values[static_cast<size_t>(j * k + c)]);
+          ref += static_cast<double>(x[static_cast<size_t>(i * k + c)]) *
+                 w.values[static_cast<size_t>(j * k + c)];
+          mag += std::fabs(x[static_cast<size_t>(i * k + c)] *
+                           w.values[static_cast<size_t>(j * k + c)]);
         }
-        EXPECT_NEAR(y[static_cast<size_t>(i * n + j)], ref, 1e-6 * mag) << simd_level_name(level) << " " << i << "," << j;
+        EXPECT_NEAR(y[static_cast<size_t>(i * n + j)], ref, 1e-6 * mag)
+            << simd_level_name(level) << " " << i << "," << j;
       }
   }
 }
@@ -185,11 +220,14 @@ TEST(CpuLinear, SlicesOfMixedTypesInOneCall) {
   ThreadPool pool(4);
   std::mt19937 rng(3);
   const int64_t k = 96;
-  const std::vector<Matrix> ws = {random_matrix(DType::kBF16, 9, k, rng), random_matrix(DType::kQ8_0, 1, k, rng),
-                                  random_matrix(DType::kF32, 5, k, rng), random_matrix(DType::kF16, 3, k, rng)};
+  const std::vector<Matrix> ws = {
+      random_matrix(DType::kBF16, 9, k, rng), random_matrix(DType::kQ8_0, 1, k, rng),
+      random_matrix(DType::kF32, 5, k, rng), random_matrix(DType::kQ4_0, 2, k, rng),
+      random_matrix(DType::kF16, 3, k, rng)};
   for (const SimdLevel level : levels()) {
     set_simd_level(level);
-    for (const int64_t m : {1, 7}) check(ws, random_x(m, k, rng), m, k, pool, {}, simd_level_name(level));
+    for (const int64_t m : {1, 7})
+      check(ws, random_x(m, k, rng), m, k, pool, {}, simd_level_name(level));
   }
 }
 
@@ -208,24 +246,30 @@ TEST(CpuLinear, FastPrefillMatchesFloat64) {
 
 // Q8_0 on the sgemm path multiplies x as the int8 kernels quantize it: the two paths
 // agree to float32 rounding, far closer than the quantization error.
-TEST(CpuLinear, FastPrefillQ8_0AgreesWithTheInt8Kernels) {
+TEST(CpuLinear, FastPrefillOfInt8TypesAgreesWithTheInt8Kernels) {
   ThreadPool pool(2);
   std::mt19937 rng(23);
   const int64_t m = 20, n = 33, k = 192;
-  const Matrix w = random_matrix(DType::kQ8_0, n, k, rng);
-  const WeightSlice s = w.slice();
-  const std::vector<float> x = random_x(m, k, rng);
-  std::vector<float> fast(static_cast<size_t>(m * n), NAN), exact(fast.size(), NAN);
-  LinearOptions opt;
-  opt.fast_prefill = true;
-  linear(x.data(), m, k, {&s, 1}, fast.data(), n, pool, opt);
-  linear(x.data(), m, k, {&s, 1}, exact.data(), n, pool);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double mag = 0;
-      for (int64_t c = 0; c < k; ++c) mag += std::fabs(x[static_cast<size_t>(i * k + c)] * w.values[static_cast<size_t>(j * k + c)]);
-      EXPECT_NEAR(fast[static_cast<size_t>(i * n + j)], exact[static_cast<size_t>(i * n + j)], 1e-5 * mag) << i << "," << j;
-    }
+  for (const DType t : {DType::kQ8_0, DType::kQ4_0}) {
+    const Matrix w = random_matrix(t, n, k, rng);
+    const WeightSlice s = w.slice();
+    const std::vector<float> x = random_x(m, k, rng);
+    std::vector<float> fast(static_cast<size_t>(m * n), NAN), exact(fast.size(), NAN);
+    LinearOptions opt;
+    opt.fast_prefill = true;
+    linear(x.data(), m, k, {&s, 1}, fast.data(), n, pool, opt);
+    linear(x.data(), m, k, {&s, 1}, exact.data(), n, pool);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double mag = 0;
+        for (int64_t c = 0; c < k; ++c)
+          mag += std::fabs(x[static_cast<size_t>(i * k + c)] *
+                           w.values[static_cast<size_t>(j * k + c)]);
+        EXPECT_NEAR(fast[static_cast<size_t>(i * n + j)], exact[static_cast<size_t>(i * n + j)],
+                    1e-5 * mag)
+            << dtype_name(t) << " " << i << "," << j;
+      }
+  }
 }
 
 // Each row's outputs are the same bits whatever else is in the step and however many
@@ -260,7 +304,7 @@ TEST(CpuLinear, EveryLevelGivesTheSameBits) {
   std::mt19937 rng(13);
   const int64_t m = 7, n = 29, k = 544;
   for (const DType t : kTypes) {
-    const Matrix w = random_matrix(t, n, t == DType::kQ8_0 ? k : k - 3, rng);
+    const Matrix w = random_matrix(t, n, blocks_of_32(t) ? k : k - 3, rng);
     const WeightSlice s = w.slice();
     const std::vector<float> x = random_x(m, w.k, rng);
     std::vector<float> base(static_cast<size_t>(m * n), NAN), y(base.size(), NAN);
@@ -269,7 +313,8 @@ TEST(CpuLinear, EveryLevelGivesTheSameBits) {
     for (const SimdLevel level : levels()) {
       set_simd_level(level);
       linear(x.data(), m, w.k, {&s, 1}, y.data(), n, pool);
-      EXPECT_EQ(0, std::memcmp(y.data(), base.data(), y.size() * 4)) << simd_level_name(level) << " " << dtype_name(t);
+      EXPECT_EQ(0, std::memcmp(y.data(), base.data(), y.size() * 4))
+          << simd_level_name(level) << " " << dtype_name(t);
     }
   }
 }
@@ -292,7 +337,8 @@ TEST(CpuLinear, FloatWeightsGiveTheInvariantGemmBits) {
     for (const SimdLevel level : levels()) {
       set_simd_level(level);
       linear(x.data(), m, k, {&s, 1}, got.data(), n, pool);
-      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4)) << simd_level_name(level) << " " << dtype_name(t);
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4))
+          << simd_level_name(level) << " " << dtype_name(t);
     }
   }
 }
@@ -303,6 +349,7 @@ TEST(CpuLinear, LevelsAreClampedAndNamed) {
   EXPECT_EQ(set_simd_level(SimdLevel::kScalar), SimdLevel::kScalar);
   EXPECT_STREQ(simd_level_name(SimdLevel::kAvx512Vnni), "avx512vnni");
   EXPECT_FALSE(linear_supports(DType::kQ4_K));
+  EXPECT_TRUE(linear_supports(DType::kQ4_0));
   std::printf("SIMD level on this machine: %s\n", simd_level_name(detected_simd_level()));
 }
 

@@ -24,7 +24,8 @@ namespace sy::gateway {
 struct ReplicaLoad {
   int32_t in_flight = 0;
   int64_t pending_prefill_tokens = 0;
-  double prefill_s_per_token = 1e-3;  // EWMA of measured TTFT per uncached token
+  double prefill_s_per_token = 1e-3;  // EWMA of measured TTFT per token of prefill work
+  int64_t cost_samples = 0;           // first tokens that measured it (0: the default above)
   bool events_connected = false;
   uint64_t events_seq = 0;
   int64_t requests_total = 0;

@@ -55,7 +55,13 @@ TEST(PrefillCost, MeasuredOverTheWorkAheadToo) {
   EXPECT_NEAR(fleet.load(0).prefill_s_per_token, 4e-3, 1e-9);
   fleet.first_token(0, 10, 9.0, 5000);  // a short prompt measures overheads: not a sample
   EXPECT_NEAR(fleet.load(0).prefill_s_per_token, 4e-3, 1e-9);
-  EXPECT_GT(before, 0);
+  // Replica 1 has measured nothing: the router sees the mean of the measured ones, not
+  // the default (which made a router starve it), until its own first sample.
+  EXPECT_EQ(fleet.load(1).cost_samples, 0);
+  EXPECT_DOUBLE_EQ(fleet.load(1).prefill_s_per_token, before);
+  EXPECT_NEAR(fleet.states({}, false)[1].prefill_s_per_token, 4e-3, 1e-9);
+  fleet.first_token(1, 500, 0.05);
+  EXPECT_NEAR(fleet.states({}, false)[1].prefill_s_per_token, 1e-4, 1e-12);  // its first sample, whole
 }
 
 // A batch request queued at the start and a standard one `waited` seconds later: is the

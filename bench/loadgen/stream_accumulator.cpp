@@ -145,7 +145,11 @@ void StreamAccumulator::finish(Clock::time_point at, bool sse_pending) {
   } else if (r.exact_token_counts && r.streamed_tokens != r.completion_tokens) {
     invalid("events carried " + std::to_string(r.streamed_tokens) + " tokens, usage says " +
             std::to_string(r.completion_tokens));
-  } else if (!r.exact_token_counts && r.content_events > r.completion_tokens) {
+  } else if (!r.exact_token_counts && r.content_events > r.completion_tokens + 1) {
+    // One event a token, plus one: the end of a stream flushes text a server held back
+    // (bytes of an incomplete UTF-8 character, a possible stop string or tag start)
+    // beside the last token's own event. Seen on the agentic bench: 50 events for 49
+    // tokens, reproducibly for one request of a seed.
     invalid(std::to_string(r.content_events) + " token events for " +
             std::to_string(r.completion_tokens) + " tokens");
   } else if (!r.finish_reason.empty() && r.finish_reason != "length") {

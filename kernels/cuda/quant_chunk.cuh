@@ -36,15 +36,14 @@ __device__ __forceinline__ uint32_t byte_of(const uint4& v, int idx) {
 }
 
 // The 6-bit scale and min of sub-block s of a Q4_K/Q5_K block whose first 16 bytes
-// (d, dmin, the 12 packed scale bytes) are `h`; packed byte j is h's byte 4 + j.
+// (d, dmin, the 12 packed scale bytes) are `h`. Packed bytes 0-3 (h.y) hold scales 0-3
+// and the top bits of scales 4-7, bytes 4-7 (h.z) the mins likewise, bytes 8-11 (h.w)
+// the low nibbles of scales and mins 4-7: the byte of each word at s % 4 is all it needs.
 __device__ __forceinline__ void k_scale_min(const uint4& h, int s, float& sc, float& mn) {
-  if (s < 4) {
-    sc = static_cast<float>(byte_of(h, 4 + s) & 63);
-    mn = static_cast<float>(byte_of(h, 8 + s) & 63);
-  } else {
-    sc = static_cast<float>((byte_of(h, 12 + s - 4) & 0xF) | ((byte_of(h, 4 + s - 4) >> 6) << 4));
-    mn = static_cast<float>((byte_of(h, 12 + s - 4) >> 4) | ((byte_of(h, 8 + s - 4) >> 6) << 4));
-  }
+  const int shift = 8 * (s & 3);
+  const uint32_t b0 = (h.y >> shift) & 0xFF, b1 = (h.z >> shift) & 0xFF, b2 = (h.w >> shift) & 0xFF;
+  sc = static_cast<float>(s < 4 ? b0 & 63 : (b2 & 0xF) | ((b0 >> 6) << 4));
+  mn = static_cast<float>(s < 4 ? b1 & 63 : (b2 >> 4) | ((b1 >> 6) << 4));
 }
 
 __device__ __forceinline__ float lo_half(uint32_t w) {
@@ -118,20 +117,32 @@ __device__ __forceinline__ Chunk decode_q6_k(const uint8_t* block, float d, int 
   return c;
 }
 
-// Chunk `c` (0..k/32) of row `row` of w; columns relative to the row's start.
+// Where row `row` of w starts in each plane.
+struct RowRef {
+  const uint8_t* body;
+  const __half* d;  // null without a scale plane
+};
+
 template <QuantType T>
-__device__ __forceinline__ Chunk decode_chunk(const QuantMatrix& w, int64_t row, int64_t c) {
+__device__ __forceinline__ RowRef row_ref(const QuantMatrix& w, int64_t row) {
+  constexpr QuantLayout L = quant_layout(T);
+  const int64_t blocks = row * (w.k / L.block_values);
+  return {w.body + blocks * L.body_bytes, L.d_offset >= 0 ? w.d + blocks : nullptr};
+}
+
+// Chunk `c` (0..k/32) of a row; columns relative to the row's start.
+template <QuantType T>
+__device__ __forceinline__ Chunk decode_chunk(const RowRef& row, int c) {
   constexpr QuantLayout L = quant_layout(T);
   constexpr int kChunks = L.block_values / 32;  // per block
-  const int64_t blocks_per_row = w.k / L.block_values;
-  const int64_t b = c / kChunks;
-  const int p = static_cast<int>(c % kChunks);
-  const uint8_t* block = w.body + (row * blocks_per_row + b) * L.body_bytes;
-  const int col0 = static_cast<int>(b * L.block_values);
+  const int b = c / kChunks;
+  const int p = c % kChunks;
+  const uint8_t* block = row.body + static_cast<int64_t>(b) * L.body_bytes;
+  const int col0 = b * L.block_values;
   Chunk ch;
   if constexpr (T == QuantType::kQ4_0) {
     // Byte j: value j in the low nibble, value j + 16 in the high one; x = d (q - 8).
-    const float d = __half2float(w.d[row * blocks_per_row + b]);
+    const float d = __half2float(row.d[b]);
     const uint4 qs = load16(block);
     const uint32_t qw[4] = {qs.x, qs.y, qs.z, qs.w};
 #pragma unroll
@@ -148,7 +159,7 @@ __device__ __forceinline__ Chunk decode_chunk(const QuantMatrix& w, int64_t row,
   } else if constexpr (T == QuantType::kQ5_K) {
     ch = decode_k4<true>(block, p);
   } else {
-    ch = decode_q6_k(block, __half2float(w.d[row * blocks_per_row + b]), p);
+    ch = decode_q6_k(block, __half2float(row.d[b]), p);
   }
   ch.col[0] += col0;
   ch.col[1] += col0;

@@ -18,7 +18,8 @@ __global__ void quant_dequant_kernel(QuantMatrix w, int64_t total_chunks, bf16* 
   for (int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < total_chunks;
        g += stride) {
     const int64_t row = g / chunks_per_row;
-    const quant::Chunk ch = quant::decode_chunk<T>(w, row, g % chunks_per_row);
+    const quant::Chunk ch =
+        quant::decode_chunk<T>(quant::row_ref<T>(w, row), static_cast<int>(g % chunks_per_row));
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float v[16];
@@ -37,7 +38,7 @@ __global__ void quant_dequant_kernel(QuantMatrix w, int64_t total_chunks, bf16* 
 }  // namespace
 
 cudaError_t quant_dequantize(const QuantDequantArgs& a, cudaStream_t stream) {
-  if (!quant_matrix_ok(a.w) || !a.out) return cudaErrorInvalidValue;
+  if (!quant_matrix_ok(a.w) || !a.out || a.w.k / 32 > INT32_MAX) return cudaErrorInvalidValue;
   if (reinterpret_cast<uintptr_t>(a.out) % 16 != 0) return cudaErrorMisalignedAddress;
   const int64_t total = a.w.n * (a.w.k / 32);
   const int64_t blocks = std::min<int64_t>(ceil_div(total, kThreads), 132 * 32);

@@ -86,8 +86,9 @@ class Uploader {
   // rows, columns `cols` of each (a tensor-parallel rank's slice); `pad_rows` zero rows
   // at the end (an LM-head slice padded to the common stride). With quant_ok, kept in
   // the file's quantized format where the column range falls on its blocks: Q8_0 when
-  // every part is Q8_0, else each part in its own of Q4_0/Q4_K/Q5_K/Q6_K (a Q4_K_M
-  // file's Q4_K and Q6_K parts of one fused weight); converted to bf16 otherwise.
+  // every part is Q8_0, else each run of parts in one of Q4_0/Q4_K/Q5_K/Q6_K as a part
+  // of the device weight (a Q4_K_M file's Q and K in Q4_K, V in Q6_K: two); converted to
+  // bf16 otherwise.
   cuda::LinearWeight matrix(const std::vector<Part>& parts, int layer, Cols cols, bool quant_ok, int64_t pad_rows = 0) {
     std::vector<const TensorInfo*> tensors;
     const int64_t K = cols.count();
@@ -119,19 +120,27 @@ class Uploader {
       return lw;
     }
     if (all_quant) {
-      for (size_t i = 0; i < parts.size(); ++i) {
-        // The padding rows (zero blocks: zero values in every format) join the last part.
-        const int64_t rows = parts[i].count() + (i + 1 == parts.size() ? pad_rows : 0);
-        const cuda::QuantType qt = *quant_type(tensors[i]->dtype);
+      // Consecutive parts of one format share a device matrix (one GEMV launch); the
+      // padding rows (zero blocks: zero values in every format) join the last.
+      for (size_t first = 0; first < parts.size();) {
+        const cuda::QuantType qt = *quant_type(tensors[first]->dtype);
+        size_t end = first + 1;
+        while (end < parts.size() && quant_type(tensors[end]->dtype) == qt) ++end;
+        int64_t rows = end == parts.size() ? pad_rows : 0;
+        for (size_t i = first; i < end; ++i) rows += parts[i].count();
         const cuda::QuantLayout l = cuda::quant_layout(qt);
-        const int64_t blocks = rows * (K / l.block_values);
-        auto* body = static_cast<uint8_t*>(allocate(static_cast<size_t>(blocks * l.body_bytes)));
-        auto* d = l.d_offset >= 0 ? static_cast<uint16_t*>(allocate(static_cast<size_t>(blocks) * 2)) : nullptr;
-        split_blocks(*tensors[i], parts[i], cols, l, body, d);
-        const int64_t pad_blocks = (rows - parts[i].count()) * (K / l.block_values);
-        zero(body + (blocks - pad_blocks) * l.body_bytes, static_cast<size_t>(pad_blocks * l.body_bytes));
-        if (d) zero(d + (blocks - pad_blocks), static_cast<size_t>(pad_blocks) * 2);
+        const int64_t row_blocks = K / l.block_values;
+        auto* body = static_cast<uint8_t*>(allocate(static_cast<size_t>(rows * row_blocks * l.body_bytes)));
+        auto* d = l.d_offset >= 0 ? static_cast<uint16_t*>(allocate(static_cast<size_t>(rows * row_blocks) * 2)) : nullptr;
+        int64_t row0 = 0;
+        for (size_t i = first; i < end; ++i) {
+          split_blocks(*tensors[i], parts[i], cols, l, body + row0 * row_blocks * l.body_bytes, d ? d + row0 * row_blocks : nullptr);
+          row0 += parts[i].count();
+        }
+        zero(body + row0 * row_blocks * l.body_bytes, static_cast<size_t>((rows - row0) * row_blocks * l.body_bytes));
+        if (d) zero(d + row0 * row_blocks, static_cast<size_t>((rows - row0) * row_blocks) * 2);
         lw.quant[lw.quant_parts++] = {qt, body, reinterpret_cast<const __half*>(d), rows, K};
+        first = end;
       }
       w_.max_expand_elements = std::max(w_.max_expand_elements, static_cast<size_t>(lw.n * K));
       return lw;

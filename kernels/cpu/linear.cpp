@@ -37,11 +37,17 @@ void quantize_x_q8(const float* x, XBlockQ8* out, int64_t k) {
     out[b].d = d;
     if (!std::isfinite(d) || d == 0.0f) {  // all zero, or NaN/inf: y gets 0 or NaN
       std::memset(out[b].qs, 0, sizeof(out[b].qs));
+      out[b].sum = 0;
       if (d != 0.0f) out[b].d = NAN;
       continue;
     }
     const float id = 1.0f / d;
-    for (int i = 0; i < kQ8_0BlockSize; ++i) out[b].qs[i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
+    int32_t sum = 0;
+    for (int i = 0; i < kQ8_0BlockSize; ++i) {
+      out[b].qs[i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
+      sum += out[b].qs[i];
+    }
+    out[b].sum = sum;
   }
 }
 
@@ -92,7 +98,7 @@ const LinearKernels& kernels_for(SimdLevel l) {
 }
 
 // The types multiplied against x quantized to int8 per block of 32.
-bool int8_x(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0; }
+bool int8_x(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K; }
 
 // dtype_name lives in common's library, which kernels/ does not link.
 std::string type_name(DType t) { return "#" + std::to_string(static_cast<int>(t)); }
@@ -104,6 +110,7 @@ size_t row_bytes(DType t, int64_t k) {
     case DType::kBF16: return static_cast<size_t>(k) * 2;
     case DType::kQ8_0: return static_cast<size_t>(k / kQ8_0BlockSize) * sizeof(BlockQ8_0);
     case DType::kQ4_0: return static_cast<size_t>(k / kQ4_0BlockSize) * sizeof(BlockQ4_0);
+    case DType::kQ4_K: return static_cast<size_t>(k / kQKBlockSize) * sizeof(BlockQ4_K);
     default: return 0;
   }
 }
@@ -112,6 +119,7 @@ void check_slices(std::span<const WeightSlice> w, int64_t k) {
   for (const WeightSlice& s : w) {
     if (!linear_supports(s.type)) throw std::invalid_argument("linear: weights of DType " + type_name(s.type));
     if (int8_x(s.type) && k % kQ8_0BlockSize != 0) throw std::invalid_argument("linear: block rows of k % 32 != 0");
+    if (s.type == DType::kQ4_K && k % kQKBlockSize != 0) throw std::invalid_argument("linear: Q4_K rows of k % 256 != 0");
   }
 }
 
@@ -198,7 +206,8 @@ SimdLevel set_simd_level(SimdLevel l) {
 }
 
 bool linear_supports(DType t) {
-  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0 || t == DType::kQ4_0;
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0 || t == DType::kQ4_0 ||
+         t == DType::kQ4_K;
 }
 
 void weight_row_to_f32(DType t, const uint8_t* src, float* dst, int64_t n) {
@@ -223,6 +232,20 @@ void weight_row_to_f32(DType t, const uint8_t* src, float* dst, int64_t n) {
         const BlockQ4_0& blk = b[i / kQ4_0BlockSize];
         const int j = static_cast<int>(i % kQ4_0BlockSize);
         dst[i] = f16_to_f32(blk.d) * static_cast<float>((j < 16 ? blk.qs[j] & 0x0f : blk.qs[j - 16] >> 4) - 8);
+      }
+      return;
+    }
+    case DType::kQ4_K: {
+      const auto* b = reinterpret_cast<const BlockQ4_K*>(src);
+      for (int64_t s = 0; s < n / kQKBlockSize; ++s) {
+        uint8_t sc[8], mn[8];
+        detail::unpack_q4_k_scales(b[s].scales, sc, mn);
+        const float d = f16_to_f32(b[s].d), dmin = f16_to_f32(b[s].dmin);
+        for (int i = 0; i < kQKBlockSize; ++i) {
+          const int sub = i / 32, l = i % 32;
+          const uint8_t q = b[s].qs[32 * (sub / 2) + l];
+          dst[s * kQKBlockSize + i] = d * sc[sub] * static_cast<float>(sub % 2 ? q >> 4 : q & 0x0f) - dmin * mn[sub];
+        }
       }
       return;
     }
@@ -274,6 +297,7 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
       switch (s.type) {
         case DType::kQ8_0: kern.q8_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kQ4_0: kern.q4_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kQ4_K: kern.q4_k(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kBF16: kern.bf16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kF16: kern.f16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         default: kern.f32(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;

@@ -1,5 +1,5 @@
 // Products with weights kept in their stored type: y[m, n] = x[m, k] · W[n, k]ᵀ for W in
-// float32, f16, bf16, Q8_0 or Q4_0 (common/dtype.h's block layouts; only its header-only structs
+// float32, f16, bf16, Q8_0, Q4_0 or Q4_K (common/dtype.h's block layouts; only its header-only structs
 // are used), float32 x and y. The weights are read where they lie (a mapped file), so a
 // decode step reads each weight byte once, in the file's type: half (bf16) or a quarter
 // (Q8_0) of the float32 bytes.
@@ -8,7 +8,7 @@
 // registers hold wider tiles; AVX-512 with VNNI, one instruction per Q8_0 block product),
 // each compiled in a file of its own with its target flags and chosen once at run time
 // by what the processor has (SWITCHYARD_CPU_SIMD or set_simd_level lowers the
-// choice, so tests check every level the machine has). Q8_0 and Q4_0 weights are multiplied with
+// choice, so tests check every level the machine has). Q8_0, Q4_0 and Q4_K weights are multiplied with
 // x quantized to int8 per block of 32 (a float32 scale per block): integer dot products,
 // exact within a block, then scaled; that is where a CPU's speed on Q8_0 comes from, at
 // the cost of the activations' quantization error (docs/NUMERICS.md).
@@ -23,7 +23,9 @@
 //   0·0), so a bf16 matrix gives the bits its float32 widening gives through
 //   matmul_nt_invariant;
 // - Q8_0, Q4_0 (x quantized as for Q8_0): per block b, lane l adds
-//   fma(d_x·d_w, Σ of the four int8 products 4l..4l+3).
+//   fma(d_x·d_w, Σ of the four int8 products 4l..4l+3);
+// - Q4_K: per sub-block of 32, lane l adds fma(d_x·d·sc, Σ of four q·q_x), a ninth sum
+//   adds fma(d_x·dmin·mn, Σ q_x), subtracted after the tree (linear_tile.h).
 // Every level, scalar included, performs exactly these operations.
 #pragma once
 
@@ -58,7 +60,7 @@ SimdLevel set_simd_level(SimdLevel l);
 bool linear_supports(DType t);
 
 // Rows [0, n) of a weight matrix in its stored type: row j's k values start at
-// data + j * row_stride (bytes), whole blocks for Q8_0 and Q4_0 (k % 32 == 0). Its outputs go to
+// data + j * row_stride (bytes), whole blocks (k % 32 == 0 for Q8_0/Q4_0, % 256 for Q4_K). Its outputs go to
 // y[:, y_col0 + j], so one matrix may be several slices of different types (Q, K and V
 // stored separately, a file mixing types per tensor) without copying them together.
 struct WeightSlice {
@@ -71,7 +73,7 @@ struct WeightSlice {
 
 struct LinearOptions {
   // Steps of at least kFastPrefillRows rows dequantize weight tiles to float32 and call
-  // OpenBLAS sgemm: not batch-invariant. Q8_0/Q4_0 slices multiply x quantized and widened
+  // OpenBLAS sgemm: not batch-invariant. Block-type slices multiply x quantized and widened
   // back, so the two paths differ by float32 rounding only.
   bool fast_prefill = false;
 };

@@ -12,6 +12,7 @@ const LinearKernels kKernels = {
     float_rows<Lanes8, WBF16, 3>,
     q_rows<DotAvx2, WQ8_0, 2>,  // 4 × 2 accumulators and the weights' quants and magnitudes fit
     q_rows<DotAvx2, WQ4_0, 2>,
+    q4_k_rows<DotAvx2, 2>,
 };
 
 }  // namespace

@@ -12,6 +12,7 @@ const LinearKernels kKernels = {
     float_rows<Lanes8, WBF16, 4>,
     q_rows<DotAvx2, WQ8_0, 4>,
     q_rows<DotAvx2, WQ4_0, 4>,
+    q4_k_rows<DotAvx2, 4>,
 };
 
 }  // namespace

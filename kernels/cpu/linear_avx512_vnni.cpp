@@ -8,9 +8,8 @@ namespace sy::cpu::detail {
 namespace {
 
 struct DotVnni {
-  static __m256i dot(__m256i w, __m256i x) {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-  }
+  static __m256i dot(__m256i w, __m256i x) { return udot(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
+  static __m256i udot(__m256i w, __m256i x) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x); }
 };
 
 const LinearKernels kKernels = {
@@ -19,6 +18,7 @@ const LinearKernels kKernels = {
     float_rows<Lanes8, WBF16, 4>,
     q_rows<DotVnni, WQ8_0, 4>,
     q_rows<DotVnni, WQ4_0, 4>,
+    q4_k_rows<DotVnni, 4>,
 };
 
 }  // namespace

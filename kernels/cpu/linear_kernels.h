@@ -14,7 +14,20 @@ namespace sy::cpu::detail {
 struct XBlockQ8 {
   float d;
   int8_t qs[32];
+  int32_t sum;  // Σ qs: the K-quants' block minimums multiply it
 };
+
+// The 6-bit scales and minimums of a Q4_K block's 8 sub-blocks, from its 12 packed bytes
+// (bytes 0-3: scales 0-3, 4-7: mins 0-3, each with two high bits of scale/min 4-7;
+// 8-11: the low nibbles of scales and mins 4-7).
+inline void unpack_q4_k_scales(const uint8_t p[12], uint8_t sc[8], uint8_t mn[8]) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = p[j] & 63;
+    mn[j] = p[j + 4] & 63;
+    sc[j + 4] = static_cast<uint8_t>((p[j + 8] & 0x0f) | ((p[j] >> 6) << 4));
+    mn[j + 4] = static_cast<uint8_t>((p[j + 8] >> 4) | ((p[j + 4] >> 6) << 4));
+  }
+}
 
 // Rows of x a kernel call takes at most: the weights it loads serve them all.
 inline constexpr int kLinearRows = 4;
@@ -34,6 +47,7 @@ struct LinearKernels {
   FloatRowsKernel bf16 = nullptr;
   Q8RowsKernel q8_0 = nullptr;
   Q8RowsKernel q4_0 = nullptr;
+  Q8RowsKernel q4_k = nullptr;  // k % 256 == 0
 };
 
 // Each returns null where the build lacks that level's file.

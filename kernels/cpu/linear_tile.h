@@ -10,6 +10,7 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "common/dtype.h"
@@ -159,11 +160,68 @@ void q_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t w
 // maddubs takes unsigned × signed, so |w| times x with w's sign; pairs of its int16
 // sums (at most 2 · 128 · 127, no saturation) then add into int32.
 struct DotAvx2 {
-  static __m256i dot(__m256i w, __m256i x) {
-    const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+  static __m256i dot(__m256i w, __m256i x) { return udot(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
+  // Unsigned w (at most 128 with a signed x of magnitude <= 127: no saturation).
+  static __m256i udot(__m256i w, __m256i x) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
   }
 };
+
+// Q4_K weights (super-blocks of 256: 8 sub-blocks of 32, value d·sc·q − dmin·mn, q in
+// 0..15) against x quantized per block of 32: per sub-block, lane l adds
+// fma(d_x·d·sc, Σ of the four products q·q_x 4l..4l+3), and a separate sum adds
+// fma(d_x·dmin·mn, Σ q_x); y = (the lanes' tree) − that sum. Sub-blocks in order.
+template <class Dot, int C>
+void q4_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
+               int64_t ldy) {
+  const int64_t nsb = k / kQKBlockSize;
+  auto tile = [&]<int R, int CC>(int64_t j) {
+    const uint8_t* wj = w + static_cast<size_t>(j) * ws;
+    __m256 acc[R][CC];
+    float mins[R][CC];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < CC; ++c) {
+        acc[r][c] = _mm256_setzero_ps();
+        mins[r][c] = 0.0f;
+      }
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    for (int64_t s = 0; s < nsb; ++s) {
+      const BlockQ4_K* blk[CC];
+      float d[CC], dmin[CC];
+      uint8_t sc[CC][8], mn[CC][8];
+      for (int c = 0; c < CC; ++c) {
+        blk[c] = reinterpret_cast<const BlockQ4_K*>(wj + c * ws) + s;
+        d[c] = _cvtsh_ss(blk[c]->d);
+        dmin[c] = _cvtsh_ss(blk[c]->dmin);
+        unpack_q4_k_scales(blk[c]->scales, sc[c], mn[c]);
+      }
+      for (int pair = 0; pair < 4; ++pair) {
+        __m256i lo[CC], hi[CC];
+        for (int c = 0; c < CC; ++c) {
+          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[c]->qs + 32 * pair));
+          lo[c] = _mm256_and_si256(q, low4);
+          hi[c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        }
+        for (int r = 0; r < R; ++r) {
+          const XBlockQ8& x0 = x[r * ldx + s * 8 + 2 * pair];
+          const XBlockQ8& x1 = x[r * ldx + s * 8 + 2 * pair + 1];
+          const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x0.qs));
+          const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x1.qs));
+          for (int c = 0; c < CC; ++c) {
+            const int s0 = 2 * pair, s1 = s0 + 1;
+            acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(x0.d * d[c] * sc[c][s0]), _mm256_cvtepi32_ps(Dot::udot(lo[c], q0)), acc[r][c]);
+            mins[r][c] = std::fma(x0.d * dmin[c] * mn[c][s0], static_cast<float>(x0.sum), mins[r][c]);
+            acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(x1.d * d[c] * sc[c][s1]), _mm256_cvtepi32_ps(Dot::udot(hi[c], q1)), acc[r][c]);
+            mins[r][c] = std::fma(x1.d * dmin[c] * mn[c][s1], static_cast<float>(x1.sum), mins[r][c]);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < CC; ++c) y[r * ldy + j + c] = hsum8(acc[r][c]) - mins[r][c];
+  };
+  tiles<C>(rows, cols, tile);
+}
 
 // The float kernels' vector type: eight lanes, whatever the level, so that every level
 // performs the same operations (linear.h).

@@ -13,6 +13,7 @@
 #include "kernels/cpu/invariant_gemm.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/thread_pool.h"
+#include "worker/model/quants.h"
 
 namespace sy::cpu {
 namespace {
@@ -23,6 +24,9 @@ struct Matrix {
   int64_t n, k;
   std::vector<uint8_t> bytes;
   std::vector<double> values;  // [n, k], exactly what the bytes encode
+  // [n, k] for Q4_K: |d·sc·q| + |dmin·mn|, the magnitudes its two terms add in float32
+  // (they may cancel in the value); empty otherwise.
+  std::vector<double> magnitudes;
   size_t row_stride() const { return bytes.size() / static_cast<size_t>(n); }
   WeightSlice slice(int64_t y_col0 = 0) const {
     return {type, n, bytes.data(), row_stride(), y_col0};
@@ -31,7 +35,33 @@ struct Matrix {
 
 Matrix random_matrix(DType type, int64_t n, int64_t k, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  Matrix m{type, n, k, {}, std::vector<double>(static_cast<size_t>(n * k))};
+  Matrix m{type, n, k, {}, std::vector<double>(static_cast<size_t>(n * k)), {}};
+  if (type == DType::kQ4_K) {  // values from worker/model's scalar dequantizer
+    const int64_t nb = k / kQKBlockSize;
+    m.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ4_K));
+    m.magnitudes.resize(m.values.size());
+    for (int64_t b = 0; b < n * nb; ++b) {
+      BlockQ4_K blk;
+      blk.d = f32_to_f16(0.002f * std::fabs(normal(rng)) + 1e-4f);
+      blk.dmin = f32_to_f16(0.002f * std::fabs(normal(rng)));
+      for (auto& s : blk.scales) s = static_cast<uint8_t>(rng() & 0xff);
+      for (auto& q : blk.qs) q = static_cast<uint8_t>(rng() & 0xff);
+      std::memcpy(m.bytes.data() + b * sizeof(BlockQ4_K), &blk, sizeof(blk));
+      float v[kQKBlockSize];
+      dequantize_row_q4_k(&blk, v, kQKBlockSize);
+      uint8_t sc[8], mn[8];
+      unpack_k_scales(blk.scales, sc, mn);
+      for (int i = 0; i < kQKBlockSize; ++i) {
+        const uint8_t q = blk.qs[32 * (i / 64) + i % 32];
+        const int qi = (i / 32) % 2 ? q >> 4 : q & 0x0f;
+        m.values[static_cast<size_t>(b * kQKBlockSize + i)] = v[i];
+        m.magnitudes[static_cast<size_t>(b * kQKBlockSize + i)] =
+            std::fabs(static_cast<double>(f16_to_f32(blk.d)) * sc[i / 32] * qi) +
+            static_cast<double>(f16_to_f32(blk.dmin)) * mn[i / 32];
+      }
+    }
+    return m;
+  }
   if (type == DType::kQ4_0) {
     const int64_t nb = k / kQ4_0BlockSize;
     m.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ4_0));
@@ -87,6 +117,15 @@ std::vector<float> random_x(int64_t m, int64_t k, std::mt19937& rng) {
   return x;
 }
 
+// The types multiplied against x quantized to int8 per block of 32.
+bool int8_x(DType t) {
+  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K;
+}
+// A row length that fills the type's blocks.
+int64_t block_values(DType t) {
+  return t == DType::kQ4_K ? kQKBlockSize : int8_x(t) ? kQ8_0BlockSize : 1;
+}
+
 // The bound on |y - Σ x·w| for one element: float32 accumulation (a sum of k/8 + 8
 // roundings at most per lane tree, twice for slack) and, for Q8_0, x's quantization to
 // int8 per block of 32: each |Δx| <= max|x in its block| / 254, plus rounding of the
@@ -97,14 +136,15 @@ double bound(const Matrix& w, const float* x, int64_t j) {
     double amax = 0, wsum = 0;
     for (int64_t i = b; i < std::min(w.k, b + kQ8_0BlockSize); ++i) {
       const double wv = std::fabs(w.values[static_cast<size_t>(j * w.k + i)]);
-      abs_sum += wv * std::fabs(x[i]);
+      abs_sum += (w.magnitudes.empty() ? wv : w.magnitudes[static_cast<size_t>(j * w.k + i)]) *
+                 std::fabs(x[i]);
       amax = std::max(amax, std::fabs(static_cast<double>(x[i])));
       wsum += wv;
     }
     quant += amax / 254.0 * wsum;
   }
   const double fp = 2.0 * (static_cast<double>(w.k) / 8 + 8) * std::ldexp(1.0, -24) * abs_sum;
-  return fp + (w.type == DType::kQ8_0 || w.type == DType::kQ4_0 ? 1.01 * quant : 0.0) + 1e-30;
+  return fp + (int8_x(w.type) ? 1.01 * quant : 0.0) + 1e-30;
 }
 
 // Runs linear() on the slices into y [m, ldy] poisoned with NaN and checks every output
@@ -158,11 +198,8 @@ struct LevelGuard {
   ~LevelGuard() { set_simd_level(saved); }
 };
 
-constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
-
-bool blocks_of_32(DType t) {
-  return t == DType::kQ8_0 || t == DType::kQ4_0;
-}
+constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16,
+                            DType::kQ8_0, DType::kQ4_0, DType::kQ4_K};
 
 TEST(CpuLinear, EveryTypeAndLevelMatchesFloat64) {
   LevelGuard guard;
@@ -174,8 +211,8 @@ TEST(CpuLinear, EveryTypeAndLevelMatchesFloat64) {
       for (const int64_t m : {1, 2, 7, 64}) {
         std::uniform_int_distribution<int64_t> nd(1, 40), kd(1, 12);
         const int64_t n = 2 * nd(rng) + 1;  // odd
-        const int64_t k =
-            blocks_of_32(t) ? 32 * kd(rng) : 16 * kd(rng) + kd(rng) - 1;  // off the lanes too
+        const int64_t k = block_values(t) > 1 ? block_values(t) * (1 + kd(rng) % 3)
+                                              : 16 * kd(rng) + kd(rng) - 1;  // off the lanes too
         const Matrix w = random_matrix(t, n, k, rng);
         check({&w, 1}, random_x(m, k, rng), m, k, pool, {},
               std::string(simd_level_name(level)) + " m=" + std::to_string(m));
@@ -206,8 +243,9 @@ TEST(CpuLinear, Q8_0IsExactWhereActivationsQuantizeExactly) {
         for (int64_t c = 0; c < k; ++c) {
           ref += static_cast<double>(x[static_cast<size_t>(i * k + c)]) *
                  w.values[static_cast<size_t>(j * k + c)];
-          mag += std::fabs(x[static_cast<size_t>(i * k + c)] *
-                           w.values[static_cast<size_t>(j * k + c)]);
+          mag += std::fabs(
+              x[static_cast<size_t>(i * k + c)] *
+              (w.magnitudes.empty() ? w.values : w.magnitudes)[static_cast<size_t>(j * k + c)]);
         }
         EXPECT_NEAR(y[static_cast<size_t>(i * n + j)], ref, 1e-6 * mag)
             << simd_level_name(level) << " " << i << "," << j;
@@ -219,11 +257,11 @@ TEST(CpuLinear, SlicesOfMixedTypesInOneCall) {
   LevelGuard guard;
   ThreadPool pool(4);
   std::mt19937 rng(3);
-  const int64_t k = 96;
+  const int64_t k = 256;
   const std::vector<Matrix> ws = {
       random_matrix(DType::kBF16, 9, k, rng), random_matrix(DType::kQ8_0, 1, k, rng),
-      random_matrix(DType::kF32, 5, k, rng), random_matrix(DType::kQ4_0, 2, k, rng),
-      random_matrix(DType::kF16, 3, k, rng)};
+      random_matrix(DType::kF32, 5, k, rng),  random_matrix(DType::kQ4_0, 2, k, rng),
+      random_matrix(DType::kQ4_K, 3, k, rng), random_matrix(DType::kF16, 3, k, rng)};
   for (const SimdLevel level : levels()) {
     set_simd_level(level);
     for (const int64_t m : {1, 7})
@@ -235,7 +273,7 @@ TEST(CpuLinear, SlicesOfMixedTypesInOneCall) {
 TEST(CpuLinear, FastPrefillMatchesFloat64) {
   ThreadPool pool(2);
   std::mt19937 rng(5);
-  const int64_t m = 64, k = 160;
+  const int64_t m = 64, k = 256;
   LinearOptions opt;
   opt.fast_prefill = true;
   for (const DType t : kTypes) {
@@ -249,8 +287,8 @@ TEST(CpuLinear, FastPrefillMatchesFloat64) {
 TEST(CpuLinear, FastPrefillOfInt8TypesAgreesWithTheInt8Kernels) {
   ThreadPool pool(2);
   std::mt19937 rng(23);
-  const int64_t m = 20, n = 33, k = 192;
-  for (const DType t : {DType::kQ8_0, DType::kQ4_0}) {
+  const int64_t m = 20, n = 33, k = 256;
+  for (const DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
     const Matrix w = random_matrix(t, n, k, rng);
     const WeightSlice s = w.slice();
     const std::vector<float> x = random_x(m, k, rng);
@@ -263,8 +301,9 @@ TEST(CpuLinear, FastPrefillOfInt8TypesAgreesWithTheInt8Kernels) {
       for (int64_t j = 0; j < n; ++j) {
         double mag = 0;
         for (int64_t c = 0; c < k; ++c)
-          mag += std::fabs(x[static_cast<size_t>(i * k + c)] *
-                           w.values[static_cast<size_t>(j * k + c)]);
+          mag += std::fabs(
+              x[static_cast<size_t>(i * k + c)] *
+              (w.magnitudes.empty() ? w.values : w.magnitudes)[static_cast<size_t>(j * k + c)]);
         EXPECT_NEAR(fast[static_cast<size_t>(i * n + j)], exact[static_cast<size_t>(i * n + j)],
                     1e-5 * mag)
             << dtype_name(t) << " " << i << "," << j;
@@ -278,7 +317,7 @@ TEST(CpuLinear, RowsAreBatchAndThreadInvariant) {
   LevelGuard guard;
   ThreadPool one(1), four(4);
   std::mt19937 rng(11);
-  const int64_t k = 320, n = 77, m = 64;
+  const int64_t k = 512, n = 77, m = 64;
   for (const SimdLevel level : levels()) {
     set_simd_level(level);
     for (const DType t : kTypes) {
@@ -302,9 +341,9 @@ TEST(CpuLinear, EveryLevelGivesTheSameBits) {
   LevelGuard guard;
   ThreadPool pool(2);
   std::mt19937 rng(13);
-  const int64_t m = 7, n = 29, k = 544;
+  const int64_t m = 7, n = 29, k = 512;
   for (const DType t : kTypes) {
-    const Matrix w = random_matrix(t, n, blocks_of_32(t) ? k : k - 3, rng);
+    const Matrix w = random_matrix(t, n, block_values(t) > 1 ? k : k - 3, rng);
     const WeightSlice s = w.slice();
     const std::vector<float> x = random_x(m, w.k, rng);
     std::vector<float> base(static_cast<size_t>(m * n), NAN), y(base.size(), NAN);
@@ -348,8 +387,9 @@ TEST(CpuLinear, LevelsAreClampedAndNamed) {
   EXPECT_EQ(set_simd_level(SimdLevel::kAvx512Vnni), detected_simd_level());
   EXPECT_EQ(set_simd_level(SimdLevel::kScalar), SimdLevel::kScalar);
   EXPECT_STREQ(simd_level_name(SimdLevel::kAvx512Vnni), "avx512vnni");
-  EXPECT_FALSE(linear_supports(DType::kQ4_K));
+  EXPECT_FALSE(linear_supports(DType::kQ6_K));
   EXPECT_TRUE(linear_supports(DType::kQ4_0));
+  EXPECT_TRUE(linear_supports(DType::kQ4_K));
   std::printf("SIMD level on this machine: %s\n", simd_level_name(detected_simd_level()));
 }
 

@@ -252,7 +252,7 @@ void CpuBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
   // The LM head: the whole vocabulary, or this rank's slice gathered from every rank.
   // Context-parallel ranks past the first return none: the group returns rank 0's.
   const auto R = cp_comm_ && cp_comm_->rank() > 0 ? 0 : static_cast<int64_t>(plan.logits_rows.size());
-  const int64_t H = c.hidden, V = c.vocab;
+  const int64_t V = c.vocab;
   logits.resize(static_cast<size_t>(R * V));
   if (R == 0) return;  // every rank of this tensor-parallel group agrees
   if (!comm_) return matmul(last_.data(), weights_.output_matrix(), logits.data(), R);

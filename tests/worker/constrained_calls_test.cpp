@@ -19,6 +19,7 @@
 #include "common/tokenizer/tokenizer.h"
 #include "fixture_edit.h"
 #include "fixture_util.h"
+#include "chat_client.h"
 #include "worker_process.h"
 
 namespace sy::testing {
@@ -53,9 +54,8 @@ class ConstrainedCallsTest : public ::testing::Test {
     // On a GPU the resume check needs the batch-invariant numerics (docs/NUMERICS.md),
     // which the CPU backend has by default.
     if (const char* d = std::getenv("SY_TEST_WORKER_DEVICE")) args.insert(args.end(), {"--device", d, "--numerics", "deterministic"});
-    worker_ = new WorkerProcess(args);
+    worker_ = start_ready_worker(args).release();
     ASSERT_NE(worker_->port(), 0);
-    for (int i = 0; i < 600 && http_request(worker_->port(), "GET", "/ready").status != 200; ++i) std::this_thread::sleep_for(50ms);
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(worker_->terminate(), 0);
@@ -66,57 +66,11 @@ class ConstrainedCallsTest : public ::testing::Test {
 };
 WorkerProcess* ConstrainedCallsTest::worker_ = nullptr;
 
-struct Reply {
-  int status = 0;
-  json message;  // streamed replies reassembled
-  std::string finish_reason;
-  std::string error;
-  std::vector<std::string> content_deltas;
-};
-
-Reply chat(uint16_t port, json body, bool stream) {
-  Reply r;
-  if (!stream) {
-    const HttpResult h = post_json(port, "/v1/chat/completions", body);
-    r.status = h.status;
-    const json j = h.json();
-    if (h.status != 200) return r.error = h.body, r;
-    r.message = j["choices"][0]["message"];
-    r.finish_reason = j["choices"][0]["finish_reason"];
-    return r;
-  }
-  body["stream"] = true;
-  SseStream s(port, "POST", "/v1/chat/completions", body.dump());
-  r.status = s.status();
-  r.message = {{"content", ""}, {"tool_calls", json::array()}};
-  for (const auto& ev : s.rest()) {
-    if (ev.data == "[DONE]") continue;
-    const json c = json::parse(ev.data);
-    if (c["choices"].empty()) continue;
-    const json& ch = c["choices"][0];
-    if (!ch["finish_reason"].is_null()) r.finish_reason = ch["finish_reason"];
-    const json& d = ch["delta"];
-    if (d.contains("content") && d["content"].is_string()) {
-      r.content_deltas.push_back(d["content"]);
-      r.message["content"] = r.message["content"].get<std::string>() + d["content"].get<std::string>();
-    }
-    if (d.contains("tool_calls"))
-      for (const auto& tc : d["tool_calls"]) {
-        const size_t i = tc["index"];
-        if (i == r.message["tool_calls"].size()) r.message["tool_calls"].push_back(tc);
-        else r.message["tool_calls"][i]["function"]["arguments"] =
-            r.message["tool_calls"][i]["function"]["arguments"].get<std::string>() + tc["function"]["arguments"].get<std::string>();
-      }
-  }
-  EXPECT_TRUE(s.complete());
-  return r;
-}
-
 json user() { return json::array({{{"role", "user"}, {"content", "What is the weather in Paris?"}}}); }
 
 // Every call names an offered function and its arguments parse and match its schema;
 // "" when so, else what is wrong.
-std::string check_calls(const Reply& r, const std::string& only = "") {
+std::string check_calls(const ChatReply& r, const std::string& only = "") {
   if (r.status != 200) return "status " + std::to_string(r.status) + ": " + r.error;
   if (r.finish_reason != "tool_calls") return "finish_reason " + r.finish_reason;
   if (!r.message.contains("tool_calls") || r.message["tool_calls"].empty()) return "no tool call";
@@ -142,7 +96,7 @@ TEST_F(ConstrainedCallsTest, RequiredGivesSchemaValidCallsEveryTime) {
     json body = {{"messages", user()},     {"tools", tools()},       {"tool_choice", "required"},
                  {"max_tokens", parallel ? 2000 : 600}, {"temperature", temperatures[i % 4]}, {"seed", 1000 + i},
                  {"parallel_tool_calls", parallel}};
-    const Reply r = chat(port(), body, i % 2 == 1);
+    const ChatReply r = chat(port(), body, i % 2 == 1);
     const std::string why = check_calls(r);
     EXPECT_EQ(why, "") << "request " << i << ": " << r.message.dump();
     if (why.empty()) {
@@ -162,7 +116,7 @@ TEST_F(ConstrainedCallsTest, NamedChoiceAlwaysCallsThatFunction) {
     const std::string name = i % 2 ? "get_time" : "get_weather";
     json body = {{"messages", user()}, {"tools", tools()}, {"max_tokens", 600}, {"temperature", 1.0}, {"seed", i},
                  {"tool_choice", {{"type", "function"}, {"function", {{"name", name}}}}}};
-    const Reply r = chat(port(), body, i % 3 == 0);
+    const ChatReply r = chat(port(), body, i % 3 == 0);
     EXPECT_EQ(check_calls(r, name), "") << r.message;
     if (r.status == 200) {
       EXPECT_EQ(r.message["tool_calls"].size(), 1u);
@@ -174,7 +128,7 @@ TEST_F(ConstrainedCallsTest, NoneCallsNothingAndAutoLeaksNoMarkup) {
   for (int i = 0; i < 8; ++i)
     for (const char* choice : {"none", "auto"}) {
       json body = {{"messages", user()}, {"tools", tools()}, {"tool_choice", choice}, {"max_tokens", 24}, {"temperature", 1.0}, {"seed", i}};
-      const Reply r = chat(port(), body, i % 2 == 0);
+      const ChatReply r = chat(port(), body, i % 2 == 0);
       ASSERT_EQ(r.status, 200) << r.error;
       const std::string content = r.message["content"].is_string() ? r.message["content"].get<std::string>() : "";
       EXPECT_EQ(content.find("tool_call>"), std::string::npos) << content;
@@ -189,7 +143,7 @@ TEST_F(ConstrainedCallsTest, NoneCallsNothingAndAutoLeaksNoMarkup) {
 TEST_F(ConstrainedCallsTest, SeededAndGreedyRequestsRepeat) {
   for (float t : {0.0f, 1.0f}) {
     json body = {{"messages", user()}, {"tools", tools()}, {"tool_choice", "required"}, {"max_tokens", 600}, {"temperature", t}, {"seed", 42}};
-    const Reply a = chat(port(), body, false), b = chat(port(), body, true);
+    const ChatReply a = chat(port(), body, false), b = chat(port(), body, true);
     ASSERT_EQ(check_calls(a), "");
     EXPECT_EQ(a.message["tool_calls"][0]["function"], b.message["tool_calls"][0]["function"]);
   }
@@ -287,7 +241,7 @@ TEST(ConstrainedCallsLlama, RequiredGivesSchemaValidJsonCalls) {
   for (int i = 0; i < 20; ++i) {
     json body = {{"messages", user()}, {"tools", tools()}, {"tool_choice", "required"}, {"max_tokens", 600},
                  {"temperature", i % 2 ? 1.0 : 0.0}, {"seed", i}, {"parallel_tool_calls", false}};
-    const Reply r = chat(w.port(), body, i % 3 == 0);
+    const ChatReply r = chat(w.port(), body, i % 3 == 0);
     const std::string why = check_calls(r);
     EXPECT_EQ(why, "") << "request " << i << ": " << r.message.dump();
     valid += why.empty();

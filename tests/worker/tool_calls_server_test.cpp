@@ -15,6 +15,7 @@
 #include "common/protocol/openai.h"
 #include "common/tokenizer/tokenizer.h"
 #include "fixture_util.h"
+#include "chat_client.h"
 #include "worker_process.h"
 
 namespace sy::testing {
@@ -34,10 +35,10 @@ const json kReplay = json::parse(R"([{"role": "user", "content": "Weather in Par
 class ToolCallsServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    worker_ = new WorkerProcess({"--model", fixture_path("qwen3-tiny"), "--kv-blocks", "128", "--served-model-name", "tiny",
-                                 "--chat-template-kwargs", R"({"enable_thinking": false})"});
+    worker_ = start_ready_worker({"--model", fixture_path("qwen3-tiny"), "--kv-blocks", "128", "--served-model-name", "tiny",
+                                  "--chat-template-kwargs", R"({"enable_thinking": false})"})
+                  .release();
     ASSERT_NE(worker_->port(), 0);
-    for (int i = 0; i < 600 && http_request(worker_->port(), "GET", "/ready").status != 200; ++i) std::this_thread::sleep_for(50ms);
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(worker_->terminate(), 0);
@@ -48,57 +49,9 @@ class ToolCallsServerTest : public ::testing::Test {
 };
 WorkerProcess* ToolCallsServerTest::worker_ = nullptr;
 
-struct Reply {
-  int status = 0;
-  json message;  // {"content", "reasoning_content", "tool_calls"}, streamed ones reassembled
-  std::string finish_reason;
-  std::vector<std::string> content_deltas;
-};
-
-Reply chat(uint16_t port, json body, bool stream) {
-  Reply r;
-  if (!stream) {
-    const HttpResult h = post_json(port, "/v1/chat/completions", body);
-    r.status = h.status;
-    const json j = h.json();
-    if (h.status != 200) {
-      r.message = j;
-      return r;
-    }
-    r.message = j["choices"][0]["message"];
-    r.finish_reason = j["choices"][0]["finish_reason"];
-    return r;
-  }
-  body["stream"] = true;
-  SseStream s(port, "POST", "/v1/chat/completions", body.dump());
-  r.status = s.status();
-  r.message = {{"content", ""}, {"tool_calls", json::array()}};
-  for (const auto& ev : s.rest()) {
-    if (ev.data == "[DONE]") continue;
-    const json c = json::parse(ev.data);
-    if (c["choices"].empty()) continue;
-    const json& ch = c["choices"][0];
-    if (!ch["finish_reason"].is_null()) r.finish_reason = ch["finish_reason"];
-    const json& d = ch["delta"];
-    if (d.contains("content") && d["content"].is_string()) {
-      r.content_deltas.push_back(d["content"]);
-      r.message["content"] = r.message["content"].get<std::string>() + d["content"].get<std::string>();
-    }
-    if (d.contains("tool_calls"))
-      for (const auto& tc : d["tool_calls"]) {
-        const size_t i = tc["index"];
-        if (i == r.message["tool_calls"].size()) r.message["tool_calls"].push_back(tc);
-        else r.message["tool_calls"][i]["function"]["arguments"] =
-            r.message["tool_calls"][i]["function"]["arguments"].get<std::string>() + tc["function"]["arguments"].get<std::string>();
-      }
-  }
-  EXPECT_TRUE(s.complete());
-  return r;
-}
-
 TEST_F(ToolCallsServerTest, ReplayWithNullContentIsServed) {
   for (bool stream : {false, true}) {
-    const Reply r = chat(port(), {{"messages", kReplay}, {"tools", kTools}, {"max_tokens", 8}}, stream);
+    const ChatReply r = chat(port(), {{"messages", kReplay}, {"tools", kTools}, {"max_tokens", 8}}, stream);
     EXPECT_EQ(r.status, 200) << r.message;
     EXPECT_FALSE(r.finish_reason.empty());
   }
@@ -148,7 +101,7 @@ TEST_F(ToolCallsServerTest, AutoNeverLeaksMarkupAndNoneCallsNothing) {
                          {"temperature", 1.0},
                          {"seed", seed}};
       for (bool stream : {false, true}) {
-        const Reply r = chat(port(), body, stream);
+        const ChatReply r = chat(port(), body, stream);
         ASSERT_EQ(r.status, 200) << r.message;
         ++replies;
         const std::string content = r.message["content"].is_string() ? r.message["content"].get<std::string>() : "";

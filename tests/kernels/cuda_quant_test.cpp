@@ -144,9 +144,11 @@ TEST(CudaQuant, GemvMatchesTheCpuDequantizerInDouble) {
     double worst = 0, worst_norm = 0;
     const int64_t bv = cuda::quant_layout(t).block_values;
     std::uniform_int_distribution<int64_t> rows(1, 300), blocks(1, 4096 / bv + 2);
-    // n not a multiple of the 4 rows a CTA takes; k a few blocks up to more than one
-    // pass of the warp (32 chunks of 32 values).
-    std::vector<std::pair<int64_t, int64_t>> shapes = {{1, bv}, {37, 3 * bv}, {1003, 4096 + bv}};
+    // n not a multiple of the 16 rows a CTA takes, up to a large vocabulary-like n; k
+    // from one block to more than one pass of the CTA (8 warps × 4 chunks of 32 values)
+    // and not a multiple of the 128 values of 4 chunks.
+    std::vector<std::pair<int64_t, int64_t>> shapes = {
+        {1, bv}, {37, 3 * bv}, {1003, 4096 + bv}, {8195, 2 * bv + (bv == 32 ? 64 : 0)}};
     for (int i = 0; i < 3; ++i) shapes.push_back({rows(rng), blocks(rng) * bv});
     for (const auto& [n, k] : shapes) {
       const QuantProblem w(rng, t, n, k);

@@ -211,5 +211,26 @@ TEST(WorkerCli, MakeModelFromTokenizerJsonAndFromGguf) {
   for (const auto& p : {from_json, from_gguf, again}) std::filesystem::remove(p);
 }
 
+// make-model --type: the file type and each tensor's type as worker/model/file_type.h
+// says (the tiny preset's rows of 64 are off the K-quants' 256 blocks: Q8_0 instead),
+// --dtype as the older spelling, unknown types and both flags refused.
+TEST(WorkerCli, MakeModelTypes) {
+  const std::string tok = q(testing::fixture_path("llama3-tiny-bf16.gguf"));
+  const std::string out = testing::temp_path("made_type.gguf");
+  const std::string base = "make-model --arch llama --preset tiny --tokenizer-from " + tok + " --out " + q(out);
+  ASSERT_EQ(run_worker(base + " --type q4_k_m").status, 0);
+  {
+    auto f = gguf::File::open(out);
+    EXPECT_EQ(f->get_int("general.file_type"), 15);  // llama.cpp's MOSTLY_Q4_K_M
+    EXPECT_EQ(f->find_tensor("blk.0.attn_q.weight")->dtype, DType::kQ8_0);
+    EXPECT_EQ(f->find_tensor("blk.0.attn_norm.weight")->dtype, DType::kF32);
+  }
+  ASSERT_EQ(run_worker(base + " --dtype q8_0").status, 0);
+  EXPECT_EQ(gguf::File::open(out)->find_tensor("blk.1.ffn_up.weight")->dtype, DType::kQ8_0);
+  EXPECT_EQ(run_worker(base + " --type q4_k").status, 2);
+  EXPECT_EQ(run_worker(base + " --type q4_0 --dtype bf16").status, 2);
+  std::filesystem::remove(out);
+}
+
 }  // namespace
 }  // namespace sy

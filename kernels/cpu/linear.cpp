@@ -98,7 +98,7 @@ const LinearKernels& kernels_for(SimdLevel l) {
 }
 
 // The types multiplied against x quantized to int8 per block of 32.
-bool int8_x(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K; }
+bool int8_x(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K; }
 
 // dtype_name lives in common's library, which kernels/ does not link.
 std::string type_name(DType t) { return "#" + std::to_string(static_cast<int>(t)); }
@@ -111,6 +111,7 @@ size_t row_bytes(DType t, int64_t k) {
     case DType::kQ8_0: return static_cast<size_t>(k / kQ8_0BlockSize) * sizeof(BlockQ8_0);
     case DType::kQ4_0: return static_cast<size_t>(k / kQ4_0BlockSize) * sizeof(BlockQ4_0);
     case DType::kQ4_K: return static_cast<size_t>(k / kQKBlockSize) * sizeof(BlockQ4_K);
+    case DType::kQ6_K: return static_cast<size_t>(k / kQKBlockSize) * sizeof(BlockQ6_K);
     default: return 0;
   }
 }
@@ -119,7 +120,8 @@ void check_slices(std::span<const WeightSlice> w, int64_t k) {
   for (const WeightSlice& s : w) {
     if (!linear_supports(s.type)) throw std::invalid_argument("linear: weights of DType " + type_name(s.type));
     if (int8_x(s.type) && k % kQ8_0BlockSize != 0) throw std::invalid_argument("linear: block rows of k % 32 != 0");
-    if (s.type == DType::kQ4_K && k % kQKBlockSize != 0) throw std::invalid_argument("linear: Q4_K rows of k % 256 != 0");
+    if ((s.type == DType::kQ4_K || s.type == DType::kQ6_K) && k % kQKBlockSize != 0)
+      throw std::invalid_argument("linear: K-quant rows of k % 256 != 0");
   }
 }
 
@@ -207,7 +209,7 @@ SimdLevel set_simd_level(SimdLevel l) {
 
 bool linear_supports(DType t) {
   return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0 || t == DType::kQ4_0 ||
-         t == DType::kQ4_K;
+         t == DType::kQ4_K || t == DType::kQ6_K;
 }
 
 void weight_row_to_f32(DType t, const uint8_t* src, float* dst, int64_t n) {
@@ -245,6 +247,19 @@ void weight_row_to_f32(DType t, const uint8_t* src, float* dst, int64_t n) {
           const int sub = i / 32, l = i % 32;
           const uint8_t q = b[s].qs[32 * (sub / 2) + l];
           dst[s * kQKBlockSize + i] = d * sc[sub] * static_cast<float>(sub % 2 ? q >> 4 : q & 0x0f) - dmin * mn[sub];
+        }
+      }
+      return;
+    }
+    case DType::kQ6_K: {
+      const auto* b = reinterpret_cast<const BlockQ6_K*>(src);
+      for (int64_t s = 0; s < n / kQKBlockSize; ++s) {
+        const float d = f16_to_f32(b[s].d);
+        for (int i = 0; i < kQKBlockSize; ++i) {
+          const int half = i / 128, g = (i % 128) / 32, l = i % 32;
+          const uint8_t lq = b[s].ql[64 * half + 32 * (g % 2) + l], hq = b[s].qh[32 * half + l];
+          const int q = ((g < 2 ? lq : lq >> 4) & 0x0f) | (((hq >> (2 * g)) & 3) << 4);
+          dst[s * kQKBlockSize + i] = d * static_cast<float>(b[s].scales[8 * half + 2 * g + l / 16]) * static_cast<float>(q - 32);
         }
       }
       return;
@@ -298,6 +313,7 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
         case DType::kQ8_0: kern.q8_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kQ4_0: kern.q4_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kQ4_K: kern.q4_k(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kQ6_K: kern.q6_k(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kBF16: kern.bf16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kF16: kern.f16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         default: kern.f32(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;

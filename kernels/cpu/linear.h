@@ -1,5 +1,5 @@
 // Products with weights kept in their stored type: y[m, n] = x[m, k] · W[n, k]ᵀ for W in
-// float32, f16, bf16, Q8_0, Q4_0 or Q4_K (common/dtype.h's block layouts; only its header-only structs
+// float32, f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K (common/dtype.h's block layouts; only its header-only structs
 // are used), float32 x and y. The weights are read where they lie (a mapped file), so a
 // decode step reads each weight byte once, in the file's type: half (bf16) or a quarter
 // (Q8_0) of the float32 bytes.
@@ -8,7 +8,7 @@
 // registers hold wider tiles; AVX-512 with VNNI, one instruction per Q8_0 block product),
 // each compiled in a file of its own with its target flags and chosen once at run time
 // by what the processor has (SWITCHYARD_CPU_SIMD or set_simd_level lowers the
-// choice, so tests check every level the machine has). Q8_0, Q4_0 and Q4_K weights are multiplied with
+// choice, so tests check every level the machine has). The block types are multiplied with
 // x quantized to int8 per block of 32 (a float32 scale per block): integer dot products,
 // exact within a block, then scaled; that is where a CPU's speed on Q8_0 comes from, at
 // the cost of the activations' quantization error (docs/NUMERICS.md).
@@ -25,7 +25,9 @@
 // - Q8_0, Q4_0 (x quantized as for Q8_0): per block b, lane l adds
 //   fma(d_x·d_w, Σ of the four int8 products 4l..4l+3);
 // - Q4_K: per sub-block of 32, lane l adds fma(d_x·d·sc, Σ of four q·q_x), a ninth sum
-//   adds fma(d_x·dmin·mn, Σ q_x), subtracted after the tree (linear_tile.h).
+//   adds fma(d_x·dmin·mn, Σ q_x), subtracted after the tree (linear_tile.h);
+// - Q6_K: per 32 values, lane l adds fma(d_x·d·sc, Σ of four (q − 32)·q_x), sc the
+//   16-value sub-block's (lanes 0-3: the first, 4-7: the second).
 // Every level, scalar included, performs exactly these operations.
 #pragma once
 
@@ -60,7 +62,7 @@ SimdLevel set_simd_level(SimdLevel l);
 bool linear_supports(DType t);
 
 // Rows [0, n) of a weight matrix in its stored type: row j's k values start at
-// data + j * row_stride (bytes), whole blocks (k % 32 == 0 for Q8_0/Q4_0, % 256 for Q4_K). Its outputs go to
+// data + j * row_stride (bytes), whole blocks (k % 32 == 0 for Q8_0/Q4_0, % 256 for the K-quants). Its outputs go to
 // y[:, y_col0 + j], so one matrix may be several slices of different types (Q, K and V
 // stored separately, a file mixing types per tensor) without copying them together.
 struct WeightSlice {

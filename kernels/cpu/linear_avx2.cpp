@@ -13,6 +13,7 @@ const LinearKernels kKernels = {
     q_rows<DotAvx2, WQ8_0, 2>,  // 4 × 2 accumulators and the weights' quants and magnitudes fit
     q_rows<DotAvx2, WQ4_0, 2>,
     q4_k_rows<DotAvx2, 2>,
+    q6_k_rows<DotAvx2, 2>,
 };
 
 }  // namespace

@@ -13,6 +13,7 @@ const LinearKernels kKernels = {
     q_rows<DotAvx2, WQ8_0, 4>,
     q_rows<DotAvx2, WQ4_0, 4>,
     q4_k_rows<DotAvx2, 4>,
+    q6_k_rows<DotAvx2, 4>,
 };
 
 }  // namespace

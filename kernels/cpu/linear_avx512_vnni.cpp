@@ -19,6 +19,7 @@ const LinearKernels kKernels = {
     q_rows<DotVnni, WQ8_0, 4>,
     q_rows<DotVnni, WQ4_0, 4>,
     q4_k_rows<DotVnni, 4>,
+    q6_k_rows<DotVnni, 4>,
 };
 
 }  // namespace

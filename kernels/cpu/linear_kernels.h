@@ -48,6 +48,7 @@ struct LinearKernels {
   Q8RowsKernel q8_0 = nullptr;
   Q8RowsKernel q4_0 = nullptr;
   Q8RowsKernel q4_k = nullptr;  // k % 256 == 0
+  Q8RowsKernel q6_k = nullptr;  // k % 256 == 0
 };
 
 // Each returns null where the build lacks that level's file.

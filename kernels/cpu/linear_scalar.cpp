@@ -113,7 +113,40 @@ void q4_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
   }
 }
 
-const LinearKernels kKernels = {float_rows<F32>, float_rows<F16>, float_rows<BF16>, q_rows<Q8_0>, q_rows<Q4_0>, q4_k_rows};
+void q6_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
+               int64_t ldy) {
+  const int64_t nsb = k / kQKBlockSize;
+  for (int64_t j = 0; j < cols; ++j) {
+    const auto* blocks = reinterpret_cast<const BlockQ6_K*>(w + static_cast<size_t>(j) * ws);
+    for (int r = 0; r < rows; ++r) {
+      float lane[8] = {};
+      for (int64_t s = 0; s < nsb; ++s) {
+        const BlockQ6_K& blk = blocks[s];
+        const float d = f16_to_f32(blk.d);
+        for (int half = 0; half < 2; ++half)
+          for (int g = 0; g < 4; ++g) {
+            const XBlockQ8& xb = x[r * ldx + s * 8 + half * 4 + g];
+            const uint8_t* ql = blk.ql + 64 * half + 32 * (g % 2);
+            const uint8_t* qh = blk.qh + 32 * half;
+            const int8_t* sc = blk.scales + 8 * half + 2 * g;
+            const float sa = xb.d * d * sc[0], sb = xb.d * d * sc[1];
+            for (int l = 0; l < 8; ++l) {
+              int32_t dot = 0;
+              for (int i = 4 * l; i < 4 * l + 4; ++i) {
+                const int q = ((g < 2 ? ql[i] : ql[i] >> 4) & 0x0f) | (((qh[i] >> (2 * g)) & 3) << 4);
+                dot += (q - 32) * int32_t{xb.qs[i]};
+              }
+              lane[l] = std::fma(l < 4 ? sa : sb, static_cast<float>(dot), lane[l]);
+            }
+          }
+      }
+      y[r * ldy + j] = sum_lanes(lane);
+    }
+  }
+}
+
+const LinearKernels kKernels = {float_rows<F32>, float_rows<F16>, float_rows<BF16>, q_rows<Q8_0>,
+                                q_rows<Q4_0>,    q4_k_rows,       q6_k_rows};
 
 }  // namespace
 

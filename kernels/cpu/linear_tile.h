@@ -223,6 +223,58 @@ void q4_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
   tiles<C>(rows, cols, tile);
 }
 
+// Q6_K weights (super-blocks of 256 in two halves of 128; value d·sc·(q − 32), q of 6
+// bits, a signed 8-bit scale per 16 values) against x quantized per block of 32. Group
+// k (0..3) of a half is 32 consecutive values, one x block: value l of it has its low
+// four bits in ql[l] (k = 0), ql[32 + l] (k = 1) or their high nibbles (k = 2, 3), and
+// bits 2k, 2k+1 of qh[l] on top. Per group, lane l adds fma(d_x·d·sc, Σ of four
+// (q − 32)·q_x), sc that of values 0-15 for lanes 0-3 and of 16-31 for lanes 4-7.
+template <class Dot, int C>
+void q6_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
+               int64_t ldy) {
+  const int64_t nsb = k / kQKBlockSize;
+  auto tile = [&]<int R, int CC>(int64_t j) {
+    const uint8_t* wj = w + static_cast<size_t>(j) * ws;
+    __m256 acc[R][CC];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < CC; ++c) acc[r][c] = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
+    for (int64_t s = 0; s < nsb; ++s) {
+      const BlockQ6_K* blk[CC];
+      float d[CC];
+      for (int c = 0; c < CC; ++c) {
+        blk[c] = reinterpret_cast<const BlockQ6_K*>(wj + c * ws) + s;
+        d[c] = _cvtsh_ss(blk[c]->d);
+      }
+      for (int half = 0; half < 2; ++half)
+        for (int g = 0; g < 4; ++g) {
+          __m256i wq[CC];
+          for (int c = 0; c < CC; ++c) {
+            const uint8_t* ql = blk[c]->ql + 64 * half + 32 * (g % 2);
+            const __m256i lq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+            const __m256i hq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[c]->qh + 32 * half));
+            const __m256i lo = _mm256_and_si256(g < 2 ? lq : _mm256_srli_epi16(lq, 4), low4);
+            const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(hq, _mm_cvtsi32_si128(2 * g)), two);
+            wq[c] = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), off);
+          }
+          for (int r = 0; r < R; ++r) {
+            const XBlockQ8& xb = x[r * ldx + s * 8 + half * 4 + g];
+            const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
+            for (int c = 0; c < CC; ++c) {
+              const int8_t* sc = blk[c]->scales + 8 * half + 2 * g;
+              const float sa = xb.d * d[c] * sc[0], sb = xb.d * d[c] * sc[1];
+              const __m256 scale = _mm256_set_m128(_mm_set1_ps(sb), _mm_set1_ps(sa));
+              acc[r][c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(Dot::dot(wq[c], xq)), acc[r][c]);
+            }
+          }
+        }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < CC; ++c) y[r * ldy + j + c] = hsum8(acc[r][c]);
+  };
+  tiles<C>(rows, cols, tile);
+}
+
 // The float kernels' vector type: eight lanes, whatever the level, so that every level
 // performs the same operations (linear.h).
 struct Lanes8 {

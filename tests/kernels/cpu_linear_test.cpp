@@ -36,6 +36,23 @@ struct Matrix {
 Matrix random_matrix(DType type, int64_t n, int64_t k, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Matrix m{type, n, k, {}, std::vector<double>(static_cast<size_t>(n * k)), {}};
+  if (type == DType::kQ6_K) {  // values from worker/model's scalar dequantizer
+    const int64_t nb = k / kQKBlockSize;
+    m.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ6_K));
+    for (int64_t b = 0; b < n * nb; ++b) {
+      BlockQ6_K blk;
+      blk.d = f32_to_f16(1e-4f * std::fabs(normal(rng)) + 1e-5f);
+      for (auto& q : blk.ql) q = static_cast<uint8_t>(rng() & 0xff);
+      for (auto& q : blk.qh) q = static_cast<uint8_t>(rng() & 0xff);
+      for (auto& s : blk.scales) s = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+      std::memcpy(m.bytes.data() + b * sizeof(BlockQ6_K), &blk, sizeof(blk));
+      float v[kQKBlockSize];
+      dequantize_row_q6_k(&blk, v, kQKBlockSize);
+      for (int i = 0; i < kQKBlockSize; ++i)
+        m.values[static_cast<size_t>(b * kQKBlockSize + i)] = v[i];
+    }
+    return m;
+  }
   if (type == DType::kQ4_K) {  // values from worker/model's scalar dequantizer
     const int64_t nb = k / kQKBlockSize;
     m.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ4_K));
@@ -119,11 +136,11 @@ std::vector<float> random_x(int64_t m, int64_t k, std::mt19937& rng) {
 
 // The types multiplied against x quantized to int8 per block of 32.
 bool int8_x(DType t) {
-  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K;
+  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K;
 }
 // A row length that fills the type's blocks.
 int64_t block_values(DType t) {
-  return t == DType::kQ4_K ? kQKBlockSize : int8_x(t) ? kQ8_0BlockSize : 1;
+  return t == DType::kQ4_K || t == DType::kQ6_K ? kQKBlockSize : int8_x(t) ? kQ8_0BlockSize : 1;
 }
 
 // The bound on |y - Σ x·w| for one element: float32 accumulation (a sum of k/8 + 8
@@ -198,8 +215,8 @@ struct LevelGuard {
   ~LevelGuard() { set_simd_level(saved); }
 };
 
-constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16,
-                            DType::kQ8_0, DType::kQ4_0, DType::kQ4_K};
+constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
+                            DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
 
 TEST(CpuLinear, EveryTypeAndLevelMatchesFloat64) {
   LevelGuard guard;
@@ -261,7 +278,8 @@ TEST(CpuLinear, SlicesOfMixedTypesInOneCall) {
   const std::vector<Matrix> ws = {
       random_matrix(DType::kBF16, 9, k, rng), random_matrix(DType::kQ8_0, 1, k, rng),
       random_matrix(DType::kF32, 5, k, rng),  random_matrix(DType::kQ4_0, 2, k, rng),
-      random_matrix(DType::kQ4_K, 3, k, rng), random_matrix(DType::kF16, 3, k, rng)};
+      random_matrix(DType::kQ4_K, 3, k, rng), random_matrix(DType::kQ6_K, 2, k, rng),
+      random_matrix(DType::kF16, 3, k, rng)};
   for (const SimdLevel level : levels()) {
     set_simd_level(level);
     for (const int64_t m : {1, 7})
@@ -288,7 +306,7 @@ TEST(CpuLinear, FastPrefillOfInt8TypesAgreesWithTheInt8Kernels) {
   ThreadPool pool(2);
   std::mt19937 rng(23);
   const int64_t m = 20, n = 33, k = 256;
-  for (const DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
+  for (const DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
     const Matrix w = random_matrix(t, n, k, rng);
     const WeightSlice s = w.slice();
     const std::vector<float> x = random_x(m, k, rng);
@@ -387,7 +405,8 @@ TEST(CpuLinear, LevelsAreClampedAndNamed) {
   EXPECT_EQ(set_simd_level(SimdLevel::kAvx512Vnni), detected_simd_level());
   EXPECT_EQ(set_simd_level(SimdLevel::kScalar), SimdLevel::kScalar);
   EXPECT_STREQ(simd_level_name(SimdLevel::kAvx512Vnni), "avx512vnni");
-  EXPECT_FALSE(linear_supports(DType::kQ6_K));
+  EXPECT_FALSE(linear_supports(DType::kQ5_K));
+  EXPECT_TRUE(linear_supports(DType::kQ6_K));
   EXPECT_TRUE(linear_supports(DType::kQ4_0));
   EXPECT_TRUE(linear_supports(DType::kQ4_K));
   std::printf("SIMD level on this machine: %s\n", simd_level_name(detected_simd_level()));

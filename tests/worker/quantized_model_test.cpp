@@ -185,10 +185,11 @@ class QuantizedModel : public ::testing::TestWithParam<Preset> {};
 struct LogitBound {
   double max, rms;
 };
-// Q4_0 and Q4_K products quantize the activations the same way (kernels/cpu/linear.h).
+// Q4_0, Q4_K and Q6_K products quantize the activations the same way
+// (kernels/cpu/linear.h): every block type does.
 LogitBound logit_bound(FileType t) {
-  return t == FileType::kQ8_0 || t == FileType::kQ4_0 || t == FileType::kQ4_K_M ? LogitBound{5e-2, 4e-2}
-                                                                                 : LogitBound{1e-5, 1e-5};
+  return t == FileType::kF32 || t == FileType::kF16 || t == FileType::kBF16 ? LogitBound{1e-5, 1e-5}
+                                                                            : LogitBound{5e-2, 4e-2};
 }
 
 // The top-1 minus top-2 logit of each row of `logits` ([rows, vocab]).

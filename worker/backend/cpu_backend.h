@@ -1,5 +1,5 @@
 // The CPU backend: float32 activations; linear layers on the weights in their stored type
-// where the kernels take it (bf16, f16, Q8_0, Q4_0, Q4_K, f32: kernels/cpu/linear.h, SIMD level
+// where the kernels take it (bf16, f16, Q8_0, Q4_0, Q4_K, Q6_K, f32: kernels/cpu/linear.h, SIMD level
 // chosen at run time; the weights are views of the file, which the backend maps again
 // itself so that `src` may go first), or widened to float32 (BackendOptions::cpu_float32_weights, the reference
 // path) through the batch-invariant GEMM (BackendOptions::deterministic, on by default)

@@ -1,7 +1,8 @@
 // switchyard-gemv-bench: the decode-step linear layers of Llama-3-8B (QKV, O, gate+up,
 // down, LM head) through cuda::Linear on the current GPU, one row per weight format
 // (bf16, q8_0, q4_0, q4_k, q5_k, q6_k) and row count (1, 8): microseconds and the
-// weight bytes read per second (weight bytes / time; the activations are a few KB).
+// weight bytes read per second (weight bytes / time; the activations are a few KB); for
+// the 4- to 6-bit formats also the GEMV with 16 warps a CTA (".w16", a tuning arm).
 // Then the expansion to bf16 that prefill runs before the GEMM, per format: GB/s of
 // bytes read plus written. Each timing rotates over copies of the weight adding up to
 // more than L2 and reports the median of 5 trials. Weights are random bytes: the
@@ -20,6 +21,7 @@
 #include "kernels/cuda/linear.cuh"
 #include "kernels/cuda/q8_0_dequant.cuh"
 #include "kernels/cuda/quant_dequant.cuh"
+#include "kernels/cuda/quant_gemv.cuh"
 
 namespace {
 
@@ -172,6 +174,19 @@ int main(int argc, char** argv) {
         });
         std::printf("%-8s %-7s %4d %10.1f %9.0f %12.0f\n", format_name(f), s.name, m, ms * 1e3,
                     bytes / ms / 1e6, expand_gbs);
+        if (!copies[0].is_quant()) continue;
+        // The GEMV arm with 16 warps a CTA (QuantGemvArgs::warps).
+        const double ms16 = median_ms(static_cast<int>(copies.size()), [&](int c) {
+          sy::cuda::QuantGemvArgs a;
+          a.w = copies[static_cast<size_t>(c)].quant[0];
+          a.x = static_cast<const __nv_bfloat16*>(x);
+          a.m = m;
+          a.y_bf16 = static_cast<__nv_bfloat16*>(y);
+          a.warps = 16;
+          CHECK(sy::cuda::quant_gemv(a, nullptr));
+        });
+        std::printf("%-8s %-7s %4d %10.1f %9.0f\n", (std::string(format_name(f)) + ".w16").c_str(), s.name, m,
+                    ms16 * 1e3, bytes / ms16 / 1e6);
       }
       for (const sy::cuda::LinearWeight& w : copies) {
         CHECK(cudaFree(const_cast<__nv_bfloat16*>(w.bf16)));

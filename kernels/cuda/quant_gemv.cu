@@ -8,10 +8,9 @@
 namespace sy::cuda {
 namespace {
 
-// Warps per CTA: all on the same 16 weight rows, each on every kSplit-th group of four
-// chunks of k, their sums added at the end (enough loads in flight for n of a few
-// thousand rows).
-constexpr int kSplit = 8;
+// Warps per CTA (QuantGemvArgs::warps): all on the same 16 weight rows, each on every
+// S-th group of four chunks of k, their sums added at the end.
+constexpr int kDefaultWarps = 8;
 
 // Two quants (bytes i and i + 1 of `word`, each below 128) as bf16 a · q + b: the bytes
 // become 128 + q through the exponent of bf16 128.0 (0x43), exactly, and 128 comes off
@@ -34,10 +33,10 @@ __device__ __forceinline__ uint32_t dequant_pair(uint32_t word, int i, __nv_bflo
 // chunk's run: every lane expands only what it loaded, with no exchange. The weights are
 // expanded to bf16 (a · q + b, a and b rounded to bf16: the precision of the prefill
 // path's expansion), the products and sums are fp32.
-template <QuantType T, int M, typename Out>
-__global__ void __launch_bounds__(kSplit * 32)
+template <QuantType T, int M, int S, typename Out>
+__global__ void __launch_bounds__(S * 32)
     quant_gemv_kernel(QuantMatrix w, const bf16* __restrict__ x, Out* __restrict__ y, int64_t ldy) {
-  __shared__ float partial[kSplit][32][4];
+  __shared__ float partial[S][32][4];
   pdl_wait();
   pdl_release();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -49,7 +48,7 @@ __global__ void __launch_bounds__(kSplit * 32)
   const bf16* xr = x + static_cast<int64_t>(g < M ? g : 0) * w.k;
   float c[4] = {0, 0, 0, 0};
 #pragma unroll 2
-  for (int base = 4 * warp; base < chunks; base += 4 * kSplit) {
+  for (int base = 4 * warp; base < chunks; base += 4 * S) {
     // Lanes whose chunk is past the row's end (k not a multiple of 128) add zeros.
     const bool valid = base + t < chunks;
     const int ch = valid ? base + t : chunks - 1;
@@ -87,23 +86,28 @@ __global__ void __launch_bounds__(kSplit * 32)
   for (int i = 0; i < 4; ++i) {
     float v = 0;
 #pragma unroll
-    for (int p = 0; p < kSplit; ++p) v += partial[p][lane][i];
+    for (int p = 0; p < S; ++p) v += partial[p][lane][i];
     const int m = 2 * t + (i & 1);
     const int64_t row = row0 + g + (i >> 1) * 8;
     if (m < M && row < w.n) gemv::store(y + m * ldy + row, v);
   }
 }
 
-template <typename Out>
+template <int S, typename Out>
 cudaError_t launch(const QuantGemvArgs& a, Out* y, cudaStream_t stream) {
   const int64_t ldy = a.ldy ? a.ldy : a.w.n;
   return quant::dispatch_type(a.w.type, [&](auto t) {
     return gemv::dispatch_rows<kQuantGemvMaxRows>(a.m, [&](auto m) {
-      return launch_kernel(quant_gemv_kernel<decltype(t)::value, decltype(m)::value, Out>,
-                           static_cast<unsigned>(ceil_div(a.w.n, 16)), kSplit * 32, 0, stream, a.w,
-                           a.x, y, ldy);
+      return launch_kernel(quant_gemv_kernel<decltype(t)::value, decltype(m)::value, S, Out>,
+                           static_cast<unsigned>(ceil_div(a.w.n, 16)), S * 32, 0, stream, a.w, a.x,
+                           y, ldy);
     });
   });
+}
+
+template <typename Out>
+cudaError_t launch(const QuantGemvArgs& a, Out* y, cudaStream_t stream) {
+  return a.warps == 16 ? launch<16>(a, y, stream) : launch<kDefaultWarps>(a, y, stream);
 }
 
 }  // namespace
@@ -111,6 +115,7 @@ cudaError_t launch(const QuantGemvArgs& a, Out* y, cudaStream_t stream) {
 cudaError_t quant_gemv(const QuantGemvArgs& a, cudaStream_t stream) {
   if (!quant_matrix_ok(a.w) || !a.x || a.m < 1 || a.m > kQuantGemvMaxRows ||
       (a.y_f32 == nullptr) == (a.y_bf16 == nullptr) || (a.ldy != 0 && a.ldy < a.w.n) ||
+      (a.warps != 0 && a.warps != kDefaultWarps && a.warps != 16) ||
       ceil_div(a.w.n, 16) > INT32_MAX || a.w.k / 32 > INT32_MAX)
     return cudaErrorInvalidValue;
   if (reinterpret_cast<uintptr_t>(a.x) % 16 != 0) return cudaErrorMisalignedAddress;

@@ -26,6 +26,10 @@ struct QuantGemvArgs {
   float* y_f32 = nullptr;
   __nv_bfloat16* y_bf16 = nullptr;
   int64_t ldy = 0;
+  // Warps per CTA of 16 weight rows, splitting k: 8 (0 means 8) or 16. 8 is what runs
+  // in the engine (measured on the H200); 16 is a bench arm for matrices of few rows
+  // (switchyard-gemv-bench's ".w16" rows), where 8 leave SMs short of loads in flight.
+  int warps = 0;
 };
 
 cudaError_t quant_gemv(const QuantGemvArgs& a, cudaStream_t stream);

@@ -169,6 +169,14 @@ TEST(CudaQuant, GemvMatchesTheCpuDequantizerInDouble) {
         a.y_bf16 = d_y16.as<bf16>();
         SY_CUDA_OK(cuda::quant_gemv(a, nullptr));
         const std::vector<float> y32 = d_y32.download(), y16 = from_bf16(d_y16.download());
+        // The 16-warp arm (QuantGemvArgs::warps) sums the same products in another order.
+        d_y32.poison();
+        a.y_bf16 = nullptr;
+        a.y_f32 = d_y32.get();
+        a.warps = 16;
+        SY_CUDA_OK(cuda::quant_gemv(a, nullptr));
+        EXPECT_LT(worst_element(d_y32.download(), want), kGemvElementBound)
+            << name(t) << " 16 warps, m " << m << " n " << n << " k " << k;
         const double e32 = worst_element(y32, want);
         worst = std::max(worst, e32);
         EXPECT_LT(e32, kGemvElementBound) << name(t) << " m " << m << " n " << n << " k " << k;
@@ -323,6 +331,9 @@ TEST(CudaQuant, RejectsBadShapes) {
   a.w.body = body.get() + 8;  // bodies must be 16-byte aligned
   EXPECT_EQ(cuda::quant_gemv(a, nullptr), cudaErrorInvalidValue);
   a.w.body = body.get();
+  a.warps = 12;  // 8 or 16 only
+  EXPECT_EQ(cuda::quant_gemv(a, nullptr), cudaErrorInvalidValue);
+  a.warps = 0;
   EXPECT_EQ(cuda::quant_gemv(a, nullptr), cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }

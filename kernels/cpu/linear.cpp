@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "common/half.h"
@@ -98,7 +99,7 @@ const LinearKernels& kernels_for(SimdLevel l) {
 }
 
 // The types multiplied against x quantized to int8 per block of 32.
-bool int8_x(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K; }
+bool int8_x(DType t) { return t != DType::kF32 && t != DType::kF16 && t != DType::kBF16; }
 
 // dtype_name lives in common's library, which kernels/ does not link.
 std::string type_name(DType t) { return "#" + std::to_string(static_cast<int>(t)); }
@@ -111,6 +112,7 @@ size_t row_bytes(DType t, int64_t k) {
     case DType::kQ8_0: return static_cast<size_t>(k / kQ8_0BlockSize) * sizeof(BlockQ8_0);
     case DType::kQ4_0: return static_cast<size_t>(k / kQ4_0BlockSize) * sizeof(BlockQ4_0);
     case DType::kQ4_K: return static_cast<size_t>(k / kQKBlockSize) * sizeof(BlockQ4_K);
+    case DType::kQ5_K: return static_cast<size_t>(k / kQKBlockSize) * sizeof(BlockQ5_K);
     case DType::kQ6_K: return static_cast<size_t>(k / kQKBlockSize) * sizeof(BlockQ6_K);
     default: return 0;
   }
@@ -120,7 +122,7 @@ void check_slices(std::span<const WeightSlice> w, int64_t k) {
   for (const WeightSlice& s : w) {
     if (!linear_supports(s.type)) throw std::invalid_argument("linear: weights of DType " + type_name(s.type));
     if (int8_x(s.type) && k % kQ8_0BlockSize != 0) throw std::invalid_argument("linear: block rows of k % 32 != 0");
-    if ((s.type == DType::kQ4_K || s.type == DType::kQ6_K) && k % kQKBlockSize != 0)
+    if ((s.type == DType::kQ4_K || s.type == DType::kQ5_K || s.type == DType::kQ6_K) && k % kQKBlockSize != 0)
       throw std::invalid_argument("linear: K-quant rows of k % 256 != 0");
   }
 }
@@ -177,6 +179,23 @@ void linear_sgemm(const float* x, int64_t m, int64_t k, std::span<const WeightSl
   }
 }
 
+// Q4_K / Q5_K rows to float32 (the sgemm path's tiles).
+template <class Blk>
+void k4_row_to_f32(const Blk* b, float* dst, int64_t n) {
+  for (int64_t s = 0; s < n / kQKBlockSize; ++s) {
+    uint8_t sc[8], mn[8];
+    detail::unpack_q4_k_scales(b[s].scales, sc, mn);
+    const float d = f16_to_f32(b[s].d), dmin = f16_to_f32(b[s].dmin);
+    for (int i = 0; i < kQKBlockSize; ++i) {
+      const int sub = i / 32, l = i % 32;
+      const uint8_t q = b[s].qs[32 * (sub / 2) + l];
+      int qi = sub % 2 ? q >> 4 : q & 0x0f;
+      if constexpr (std::is_same_v<Blk, BlockQ5_K>) qi |= ((b[s].qh[l] >> sub) & 1) << 4;
+      dst[s * kQKBlockSize + i] = d * sc[sub] * static_cast<float>(qi) - dmin * mn[sub];
+    }
+  }
+}
+
 struct Chunk {
   const WeightSlice* s;
   int64_t j0, j1;
@@ -209,7 +228,7 @@ SimdLevel set_simd_level(SimdLevel l) {
 
 bool linear_supports(DType t) {
   return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0 || t == DType::kQ4_0 ||
-         t == DType::kQ4_K || t == DType::kQ6_K;
+         t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K;
 }
 
 void weight_row_to_f32(DType t, const uint8_t* src, float* dst, int64_t n) {
@@ -237,20 +256,8 @@ void weight_row_to_f32(DType t, const uint8_t* src, float* dst, int64_t n) {
       }
       return;
     }
-    case DType::kQ4_K: {
-      const auto* b = reinterpret_cast<const BlockQ4_K*>(src);
-      for (int64_t s = 0; s < n / kQKBlockSize; ++s) {
-        uint8_t sc[8], mn[8];
-        detail::unpack_q4_k_scales(b[s].scales, sc, mn);
-        const float d = f16_to_f32(b[s].d), dmin = f16_to_f32(b[s].dmin);
-        for (int i = 0; i < kQKBlockSize; ++i) {
-          const int sub = i / 32, l = i % 32;
-          const uint8_t q = b[s].qs[32 * (sub / 2) + l];
-          dst[s * kQKBlockSize + i] = d * sc[sub] * static_cast<float>(sub % 2 ? q >> 4 : q & 0x0f) - dmin * mn[sub];
-        }
-      }
-      return;
-    }
+    case DType::kQ4_K: return k4_row_to_f32(reinterpret_cast<const BlockQ4_K*>(src), dst, n);
+    case DType::kQ5_K: return k4_row_to_f32(reinterpret_cast<const BlockQ5_K*>(src), dst, n);
     case DType::kQ6_K: {
       const auto* b = reinterpret_cast<const BlockQ6_K*>(src);
       for (int64_t s = 0; s < n / kQKBlockSize; ++s) {
@@ -313,6 +320,7 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
         case DType::kQ8_0: kern.q8_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kQ4_0: kern.q4_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kQ4_K: kern.q4_k(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kQ5_K: kern.q5_k(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kQ6_K: kern.q6_k(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kBF16: kern.bf16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
         case DType::kF16: kern.f16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;

@@ -1,5 +1,5 @@
 // Products with weights kept in their stored type: y[m, n] = x[m, k] · W[n, k]ᵀ for W in
-// float32, f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K (common/dtype.h's block layouts; only its header-only structs
+// float32, f16, bf16, Q8_0, Q4_0, Q4_K, Q5_K or Q6_K (common/dtype.h's block layouts; only its header-only structs
 // are used), float32 x and y. The weights are read where they lie (a mapped file), so a
 // decode step reads each weight byte once, in the file's type: half (bf16) or a quarter
 // (Q8_0) of the float32 bytes.
@@ -24,7 +24,7 @@
 //   matmul_nt_invariant;
 // - Q8_0, Q4_0 (x quantized as for Q8_0): per block b, lane l adds
 //   fma(d_x·d_w, Σ of the four int8 products 4l..4l+3);
-// - Q4_K: per sub-block of 32, lane l adds fma(d_x·d·sc, Σ of four q·q_x), a ninth sum
+// - Q4_K, Q5_K: per sub-block of 32, lane l adds fma(d_x·d·sc, Σ of four q·q_x), a ninth sum
 //   adds fma(d_x·dmin·mn, Σ q_x), subtracted after the tree (linear_tile.h);
 // - Q6_K: per 32 values, lane l adds fma(d_x·d·sc, Σ of four (q − 32)·q_x), sc the
 //   16-value sub-block's (lanes 0-3: the first, 4-7: the second).

@@ -12,7 +12,8 @@ const LinearKernels kKernels = {
     float_rows<Lanes8, WBF16, 3>,
     q_rows<DotAvx2, WQ8_0, 2>,  // 4 × 2 accumulators and the weights' quants and magnitudes fit
     q_rows<DotAvx2, WQ4_0, 2>,
-    q4_k_rows<DotAvx2, 2>,
+    k4_rows<DotAvx2, BlockQ4_K, 2>,
+    k4_rows<DotAvx2, BlockQ5_K, 2>,
     q6_k_rows<DotAvx2, 2>,
 };
 

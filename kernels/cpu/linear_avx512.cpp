@@ -12,7 +12,8 @@ const LinearKernels kKernels = {
     float_rows<Lanes8, WBF16, 4>,
     q_rows<DotAvx2, WQ8_0, 4>,
     q_rows<DotAvx2, WQ4_0, 4>,
-    q4_k_rows<DotAvx2, 4>,
+    k4_rows<DotAvx2, BlockQ4_K, 4>,
+    k4_rows<DotAvx2, BlockQ5_K, 4>,
     q6_k_rows<DotAvx2, 4>,
 };
 

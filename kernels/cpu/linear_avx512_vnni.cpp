@@ -18,7 +18,8 @@ const LinearKernels kKernels = {
     float_rows<Lanes8, WBF16, 4>,
     q_rows<DotVnni, WQ8_0, 4>,
     q_rows<DotVnni, WQ4_0, 4>,
-    q4_k_rows<DotVnni, 4>,
+    k4_rows<DotVnni, BlockQ4_K, 4>,
+    k4_rows<DotVnni, BlockQ5_K, 4>,
     q6_k_rows<DotVnni, 4>,
 };
 

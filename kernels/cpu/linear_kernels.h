@@ -17,7 +17,7 @@ struct XBlockQ8 {
   int32_t sum;  // Σ qs: the K-quants' block minimums multiply it
 };
 
-// The 6-bit scales and minimums of a Q4_K block's 8 sub-blocks, from its 12 packed bytes
+// The 6-bit scales and minimums of a Q4_K (or Q5_K) block's 8 sub-blocks, from its 12 packed bytes
 // (bytes 0-3: scales 0-3, 4-7: mins 0-3, each with two high bits of scale/min 4-7;
 // 8-11: the low nibbles of scales and mins 4-7).
 inline void unpack_q4_k_scales(const uint8_t p[12], uint8_t sc[8], uint8_t mn[8]) {
@@ -48,6 +48,7 @@ struct LinearKernels {
   Q8RowsKernel q8_0 = nullptr;
   Q8RowsKernel q4_0 = nullptr;
   Q8RowsKernel q4_k = nullptr;  // k % 256 == 0
+  Q8RowsKernel q5_k = nullptr;  // k % 256 == 0
   Q8RowsKernel q6_k = nullptr;  // k % 256 == 0
 };
 

@@ -3,6 +3,7 @@
 // std::fma, so they give the SIMD kernels' bits.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "common/half.h"
 #include "kernels/cpu/linear_kernels.h"
@@ -84,15 +85,16 @@ void q_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t w
   }
 }
 
-void q4_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
+template <class Blk>
+void k4_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
                int64_t ldy) {
   const int64_t nsb = k / kQKBlockSize;
   for (int64_t j = 0; j < cols; ++j) {
-    const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w + static_cast<size_t>(j) * ws);
+    const auto* blocks = reinterpret_cast<const Blk*>(w + static_cast<size_t>(j) * ws);
     for (int r = 0; r < rows; ++r) {
       float lane[8] = {}, mins = 0.0f;
       for (int64_t s = 0; s < nsb; ++s) {
-        const BlockQ4_K& blk = blocks[s];
+        const Blk& blk = blocks[s];
         const float d = f16_to_f32(blk.d), dmin = f16_to_f32(blk.dmin);
         uint8_t sc[8], mn[8];
         unpack_q4_k_scales(blk.scales, sc, mn);
@@ -102,7 +104,11 @@ void q4_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
           const float scale = xb.d * d * sc[sub];
           for (int l = 0; l < 8; ++l) {
             int32_t dot = 0;
-            for (int i = 4 * l; i < 4 * l + 4; ++i) dot += ((sub % 2 ? q[i] >> 4 : q[i] & 0x0f)) * int32_t{xb.qs[i]};
+            for (int i = 4 * l; i < 4 * l + 4; ++i) {
+              int qi = sub % 2 ? q[i] >> 4 : q[i] & 0x0f;
+              if constexpr (std::is_same_v<Blk, BlockQ5_K>) qi |= ((blk.qh[i] >> sub) & 1) << 4;
+              dot += qi * int32_t{xb.qs[i]};
+            }
             lane[l] = std::fma(scale, static_cast<float>(dot), lane[l]);
           }
           mins = std::fma(xb.d * dmin * mn[sub], static_cast<float>(xb.sum), mins);
@@ -146,7 +152,7 @@ void q6_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
 }
 
 const LinearKernels kKernels = {float_rows<F32>, float_rows<F16>, float_rows<BF16>, q_rows<Q8_0>,
-                                q_rows<Q4_0>,    q4_k_rows,       q6_k_rows};
+                                q_rows<Q4_0>,    k4_rows<BlockQ4_K>, k4_rows<BlockQ5_K>, q6_k_rows};
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "common/dtype.h"
 #include "kernels/cpu/linear_kernels.h"
@@ -167,12 +168,13 @@ struct DotAvx2 {
   }
 };
 
-// Q4_K weights (super-blocks of 256: 8 sub-blocks of 32, value d·sc·q − dmin·mn, q in
-// 0..15) against x quantized per block of 32: per sub-block, lane l adds
+// Q4_K and Q5_K weights (super-blocks of 256: 8 sub-blocks of 32, value d·sc·q −
+// dmin·mn, q in 0..15, Q5_K's with a fifth bit from bit s of qh[l] for sub-block s)
+// against x quantized per block of 32: per sub-block, lane l adds
 // fma(d_x·d·sc, Σ of the four products q·q_x 4l..4l+3), and a separate sum adds
 // fma(d_x·dmin·mn, Σ q_x); y = (the lanes' tree) − that sum. Sub-blocks in order.
-template <class Dot, int C>
-void q4_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
+template <class Dot, class Blk, int C>
+void k4_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
                int64_t ldy) {
   const int64_t nsb = k / kQKBlockSize;
   auto tile = [&]<int R, int CC>(int64_t j) {
@@ -186,11 +188,11 @@ void q4_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
       }
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int64_t s = 0; s < nsb; ++s) {
-      const BlockQ4_K* blk[CC];
+      const Blk* blk[CC];
       float d[CC], dmin[CC];
       uint8_t sc[CC][8], mn[CC][8];
       for (int c = 0; c < CC; ++c) {
-        blk[c] = reinterpret_cast<const BlockQ4_K*>(wj + c * ws) + s;
+        blk[c] = reinterpret_cast<const Blk*>(wj + c * ws) + s;
         d[c] = _cvtsh_ss(blk[c]->d);
         dmin[c] = _cvtsh_ss(blk[c]->dmin);
         unpack_q4_k_scales(blk[c]->scales, sc[c], mn[c]);
@@ -201,6 +203,14 @@ void q4_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
           const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[c]->qs + 32 * pair));
           lo[c] = _mm256_and_si256(q, low4);
           hi[c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+          if constexpr (std::is_same_v<Blk, BlockQ5_K>) {
+            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[c]->qh));
+            const __m256i one = _mm256_set1_epi8(1);
+            const __m256i b0 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * pair)), one);
+            const __m256i b1 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * pair + 1)), one);
+            lo[c] = _mm256_or_si256(lo[c], _mm256_slli_epi16(b0, 4));
+            hi[c] = _mm256_or_si256(hi[c], _mm256_slli_epi16(b1, 4));
+          }
         }
         for (int r = 0; r < R; ++r) {
           const XBlockQ8& x0 = x[r * ldx + s * 8 + 2 * pair];

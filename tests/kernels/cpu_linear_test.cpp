@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "common/half.h"
@@ -33,6 +34,38 @@ struct Matrix {
   }
 };
 
+// Q4_K / Q5_K blocks of random bytes (small d, dmin), values from worker/model's
+// scalar dequantizer; magnitudes |d·sc·q| + dmin·mn = (value + dmin·mn) + dmin·mn.
+template <class Blk>
+Matrix random_k4(Matrix m, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t blocks = m.n * m.k / kQKBlockSize;
+  m.bytes.resize(static_cast<size_t>(blocks) * sizeof(Blk));
+  m.magnitudes.resize(m.values.size());
+  for (int64_t b = 0; b < blocks; ++b) {
+    Blk blk;
+    std::memset(&blk, 0, sizeof(blk));
+    for (size_t i = 0; i < sizeof(blk); ++i)
+      reinterpret_cast<uint8_t*>(&blk)[i] = static_cast<uint8_t>(rng() & 0xff);
+    blk.d = f32_to_f16(0.002f * std::fabs(normal(rng)) + 1e-4f);
+    blk.dmin = f32_to_f16(0.002f * std::fabs(normal(rng)));
+    std::memcpy(m.bytes.data() + b * sizeof(Blk), &blk, sizeof(blk));
+    float v[kQKBlockSize];
+    if constexpr (std::is_same_v<Blk, BlockQ4_K>)
+      dequantize_row_q4_k(&blk, v, kQKBlockSize);
+    else
+      dequantize_row_q5_k(&blk, v, kQKBlockSize);
+    uint8_t sc[8], mn[8];
+    unpack_k_scales(blk.scales, sc, mn);
+    for (int i = 0; i < kQKBlockSize; ++i) {
+      const double min = static_cast<double>(f16_to_f32(blk.dmin)) * mn[i / 32];
+      m.values[static_cast<size_t>(b * kQKBlockSize + i)] = v[i];
+      m.magnitudes[static_cast<size_t>(b * kQKBlockSize + i)] = std::fabs(v[i] + min) + min;
+    }
+  }
+  return m;
+}
+
 Matrix random_matrix(DType type, int64_t n, int64_t k, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Matrix m{type, n, k, {}, std::vector<double>(static_cast<size_t>(n * k)), {}};
@@ -53,32 +86,8 @@ Matrix random_matrix(DType type, int64_t n, int64_t k, std::mt19937& rng) {
     }
     return m;
   }
-  if (type == DType::kQ4_K) {  // values from worker/model's scalar dequantizer
-    const int64_t nb = k / kQKBlockSize;
-    m.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ4_K));
-    m.magnitudes.resize(m.values.size());
-    for (int64_t b = 0; b < n * nb; ++b) {
-      BlockQ4_K blk;
-      blk.d = f32_to_f16(0.002f * std::fabs(normal(rng)) + 1e-4f);
-      blk.dmin = f32_to_f16(0.002f * std::fabs(normal(rng)));
-      for (auto& s : blk.scales) s = static_cast<uint8_t>(rng() & 0xff);
-      for (auto& q : blk.qs) q = static_cast<uint8_t>(rng() & 0xff);
-      std::memcpy(m.bytes.data() + b * sizeof(BlockQ4_K), &blk, sizeof(blk));
-      float v[kQKBlockSize];
-      dequantize_row_q4_k(&blk, v, kQKBlockSize);
-      uint8_t sc[8], mn[8];
-      unpack_k_scales(blk.scales, sc, mn);
-      for (int i = 0; i < kQKBlockSize; ++i) {
-        const uint8_t q = blk.qs[32 * (i / 64) + i % 32];
-        const int qi = (i / 32) % 2 ? q >> 4 : q & 0x0f;
-        m.values[static_cast<size_t>(b * kQKBlockSize + i)] = v[i];
-        m.magnitudes[static_cast<size_t>(b * kQKBlockSize + i)] =
-            std::fabs(static_cast<double>(f16_to_f32(blk.d)) * sc[i / 32] * qi) +
-            static_cast<double>(f16_to_f32(blk.dmin)) * mn[i / 32];
-      }
-    }
-    return m;
-  }
+  if (type == DType::kQ4_K) return random_k4<BlockQ4_K>(std::move(m), rng);
+  if (type == DType::kQ5_K) return random_k4<BlockQ5_K>(std::move(m), rng);
   if (type == DType::kQ4_0) {
     const int64_t nb = k / kQ4_0BlockSize;
     m.bytes.resize(static_cast<size_t>(n * nb) * sizeof(BlockQ4_0));
@@ -136,11 +145,13 @@ std::vector<float> random_x(int64_t m, int64_t k, std::mt19937& rng) {
 
 // The types multiplied against x quantized to int8 per block of 32.
 bool int8_x(DType t) {
-  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ6_K;
+  return t != DType::kF32 && t != DType::kF16 && t != DType::kBF16;
 }
 // A row length that fills the type's blocks.
 int64_t block_values(DType t) {
-  return t == DType::kQ4_K || t == DType::kQ6_K ? kQKBlockSize : int8_x(t) ? kQ8_0BlockSize : 1;
+  return t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K ? kQKBlockSize
+         : int8_x(t)                                                 ? kQ8_0BlockSize
+                                                                     : 1;
 }
 
 // The bound on |y - Σ x·w| for one element: float32 accumulation (a sum of k/8 + 8
@@ -216,7 +227,7 @@ struct LevelGuard {
 };
 
 constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
-                            DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+                            DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 
 TEST(CpuLinear, EveryTypeAndLevelMatchesFloat64) {
   LevelGuard guard;
@@ -279,7 +290,7 @@ TEST(CpuLinear, SlicesOfMixedTypesInOneCall) {
       random_matrix(DType::kBF16, 9, k, rng), random_matrix(DType::kQ8_0, 1, k, rng),
       random_matrix(DType::kF32, 5, k, rng),  random_matrix(DType::kQ4_0, 2, k, rng),
       random_matrix(DType::kQ4_K, 3, k, rng), random_matrix(DType::kQ6_K, 2, k, rng),
-      random_matrix(DType::kF16, 3, k, rng)};
+      random_matrix(DType::kQ5_K, 1, k, rng), random_matrix(DType::kF16, 3, k, rng)};
   for (const SimdLevel level : levels()) {
     set_simd_level(level);
     for (const int64_t m : {1, 7})
@@ -306,7 +317,7 @@ TEST(CpuLinear, FastPrefillOfInt8TypesAgreesWithTheInt8Kernels) {
   ThreadPool pool(2);
   std::mt19937 rng(23);
   const int64_t m = 20, n = 33, k = 256;
-  for (const DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+  for (const DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     const Matrix w = random_matrix(t, n, k, rng);
     const WeightSlice s = w.slice();
     const std::vector<float> x = random_x(m, k, rng);
@@ -405,7 +416,7 @@ TEST(CpuLinear, LevelsAreClampedAndNamed) {
   EXPECT_EQ(set_simd_level(SimdLevel::kAvx512Vnni), detected_simd_level());
   EXPECT_EQ(set_simd_level(SimdLevel::kScalar), SimdLevel::kScalar);
   EXPECT_STREQ(simd_level_name(SimdLevel::kAvx512Vnni), "avx512vnni");
-  EXPECT_FALSE(linear_supports(DType::kQ5_K));
+  EXPECT_TRUE(linear_supports(DType::kQ5_K));
   EXPECT_TRUE(linear_supports(DType::kQ6_K));
   EXPECT_TRUE(linear_supports(DType::kQ4_0));
   EXPECT_TRUE(linear_supports(DType::kQ4_K));

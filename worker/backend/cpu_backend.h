@@ -1,9 +1,10 @@
-// The CPU backend: float32 activations; linear layers on the weights in their stored type
-// where the kernels take it (bf16, f16, Q8_0, Q4_0, Q4_K, Q6_K, f32: kernels/cpu/linear.h, SIMD level
-// chosen at run time; the weights are views of the file, which the backend maps again
-// itself so that `src` may go first), or widened to float32 (BackendOptions::cpu_float32_weights, the reference
-// path) through the batch-invariant GEMM (BackendOptions::deterministic, on by default)
-// or OpenBLAS; attention over the paged KV cache on a thread pool. It runs the decoder's one description (worker/model/decoder.h)
+// The CPU backend: float32 activations; linear layers on the weights in their stored
+// type (every type the readers take: kernels/cpu/linear.h, SIMD level chosen at run
+// time; the weights are views of the file, which the backend maps again itself so that
+// `src` may go first), or widened to float32 (BackendOptions::cpu_float32_weights, the
+// reference path) through the batch-invariant GEMM (BackendOptions::deterministic, on by
+// default) or OpenBLAS; attention over the paged KV cache on a thread pool. It runs the
+// decoder's one description (worker/model/decoder.h)
 // and is the reference every other backend is compared with.
 //
 // Tensor parallelism: a backend made for one rank of a group (TensorParallel, with that

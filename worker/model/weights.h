@@ -1,9 +1,10 @@
 // Model weights in host memory for the CPU backend, loaded from a GGUF file or a Hugging
 // Face directory and checked against the configuration. Linear layers are WeightMatrix
-// (weight_matrix.h): views of the mapped file in its stored type where the kernels take
-// it (f32, f16, bf16, Q8_0, Q4_0, Q4_K, Q6_K), float32 otherwise or on the float32 reference path. Q/K/V
-// and gate/up projections are one matrix each (one product), as slices. Norms and
-// biases are float32. Views point into `src`'s mapping: the source outlives the weights.
+// (weight_matrix.h): views of the mapped file in its stored type (kernels/cpu/linear
+// takes every type the readers take), float32 where a column slice cuts a block or on
+// the float32 reference path. Q/K/V and gate/up projections are one matrix each (one
+// product), as slices. Norms and biases are float32. Views point into `src`'s mapping:
+// the source outlives the weights.
 #pragma once
 
 #include <string>

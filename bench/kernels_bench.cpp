@@ -4,6 +4,7 @@
 // context.
 #include <benchmark/benchmark.h>
 
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -49,10 +50,25 @@ void BM_MatmulNt(benchmark::State& state, bool invariant) {
 BENCHMARK_CAPTURE(BM_MatmulNt, openblas, false)->SY_GEMM_SHAPES;
 BENCHMARK_CAPTURE(BM_MatmulNt, invariant, true)->SY_GEMM_SHAPES;
 
-// Random weights [n, k] stored as `type` (bf16, f16, Q8_0 or f32).
+// Random weights [n, k] stored as `type`. The 4- to 6-bit block types get random bytes
+// with a small f16 scale in every block (the values do not change the time).
 std::vector<uint8_t> random_weights(sy::DType type, int64_t n, int64_t k) {
-  const auto f = random_floats(static_cast<size_t>(n * k), 7);
   std::vector<uint8_t> out;
+  auto random_blocks = [&](size_t block_bytes, int values, size_t scale_offset) {
+    out.resize(static_cast<size_t>(n * k / values) * block_bytes);
+    std::mt19937 rng(9);
+    for (auto& b : out) b = static_cast<uint8_t>(rng());
+    const uint16_t d = sy::f32_to_f16(1e-3f);
+    for (size_t b = 0; b < out.size(); b += block_bytes) std::memcpy(&out[b + scale_offset], &d, 2);
+  };
+  switch (type) {
+    case sy::DType::kQ4_0: random_blocks(sizeof(sy::BlockQ4_0), sy::kQ4_0BlockSize, offsetof(sy::BlockQ4_0, d)); return out;
+    case sy::DType::kQ4_K: random_blocks(sizeof(sy::BlockQ4_K), sy::kQKBlockSize, offsetof(sy::BlockQ4_K, d)); return out;
+    case sy::DType::kQ5_K: random_blocks(sizeof(sy::BlockQ5_K), sy::kQKBlockSize, offsetof(sy::BlockQ5_K, d)); return out;
+    case sy::DType::kQ6_K: random_blocks(sizeof(sy::BlockQ6_K), sy::kQKBlockSize, offsetof(sy::BlockQ6_K, d)); return out;
+    default: break;
+  }
+  const auto f = random_floats(static_cast<size_t>(n * k), 7);
   if (type == sy::DType::kQ8_0) {
     out.resize(static_cast<size_t>(n * k / sy::kQ8_0BlockSize) * sizeof(sy::BlockQ8_0));
     std::mt19937 rng(8);
@@ -108,6 +124,10 @@ BENCHMARK_CAPTURE(BM_Linear, bf16_decode, sy::DType::kBF16, false)->SY_LINEAR_SH
 BENCHMARK_CAPTURE(BM_Linear, q8_0_decode, sy::DType::kQ8_0, false)->SY_LINEAR_SHAPES(1);
 BENCHMARK_CAPTURE(BM_Linear, f16_decode, sy::DType::kF16, false)->SY_LINEAR_SHAPES(1);
 BENCHMARK_CAPTURE(BM_Linear, f32_decode, sy::DType::kF32, false)->SY_LINEAR_SHAPES(1);
+BENCHMARK_CAPTURE(BM_Linear, q4_0_decode, sy::DType::kQ4_0, false)->SY_LINEAR_SHAPES(1);
+BENCHMARK_CAPTURE(BM_Linear, q4_k_decode, sy::DType::kQ4_K, false)->SY_LINEAR_SHAPES(1);
+BENCHMARK_CAPTURE(BM_Linear, q5_k_decode, sy::DType::kQ5_K, false)->SY_LINEAR_SHAPES(1);
+BENCHMARK_CAPTURE(BM_Linear, q6_k_decode, sy::DType::kQ6_K, false)->SY_LINEAR_SHAPES(1);
 BENCHMARK_CAPTURE(BM_Linear, bf16_batch8, sy::DType::kBF16, false)->SY_LINEAR_SHAPES(8);
 BENCHMARK_CAPTURE(BM_Linear, q8_0_batch8, sy::DType::kQ8_0, false)->SY_LINEAR_SHAPES(8);
 // Prefill: the batch-invariant kernels (--numerics deterministic) and the sgemm tiles.
@@ -115,6 +135,8 @@ BENCHMARK_CAPTURE(BM_Linear, bf16_prefill_invariant, sy::DType::kBF16, false)->S
 BENCHMARK_CAPTURE(BM_Linear, bf16_prefill_sgemm, sy::DType::kBF16, true)->SY_LINEAR_SHAPES(512);
 BENCHMARK_CAPTURE(BM_Linear, q8_0_prefill_invariant, sy::DType::kQ8_0, false)->SY_LINEAR_SHAPES(512);
 BENCHMARK_CAPTURE(BM_Linear, q8_0_prefill_sgemm, sy::DType::kQ8_0, true)->SY_LINEAR_SHAPES(512);
+BENCHMARK_CAPTURE(BM_Linear, q4_k_prefill_invariant, sy::DType::kQ4_K, false)->SY_LINEAR_SHAPES(512);
+BENCHMARK_CAPTURE(BM_Linear, q4_k_prefill_sgemm, sy::DType::kQ4_K, true)->SY_LINEAR_SHAPES(512);
 
 // One decode query per head over `ctx` cached tokens (16 query heads, 8 KV heads, d=128).
 void BM_PagedDecodeAttention(benchmark::State& state) {

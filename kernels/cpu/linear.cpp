@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -79,7 +80,10 @@ SimdLevel from_env(SimdLevel detected) {
   for (int l = 0; l <= static_cast<int>(SimdLevel::kAvx512Vnni); ++l)
     if (std::string_view(e) == simd_level_name(static_cast<SimdLevel>(l)))
       return std::min(detected, static_cast<SimdLevel>(l));
-  throw std::invalid_argument(std::string("SWITCHYARD_CPU_SIMD=") + e + ": expected scalar, avx2, avx512 or avx512vnni");
+  // Read on the first product, on the engine thread: a typo must not fail every step.
+  std::fprintf(stderr, "SWITCHYARD_CPU_SIMD=%s: expected scalar, avx2, avx512 or avx512vnni; using %s\n", e,
+               simd_level_name(detected));
+  return detected;
 }
 
 std::atomic<int>& level_slot() {

@@ -39,7 +39,7 @@ void quantize_x_q8(const float* x, XBlockQ8* out, int64_t k) {
     out[b].d = d;
     if (!std::isfinite(d) || d == 0.0f) {  // all zero, or NaN/inf: y gets 0 or NaN
       std::memset(out[b].qs, 0, sizeof(out[b].qs));
-      out[b].sum = 0;
+      out[b].dsum = out[b].d * 0.0f;
       if (d != 0.0f) out[b].d = NAN;
       continue;
     }
@@ -49,7 +49,7 @@ void quantize_x_q8(const float* x, XBlockQ8* out, int64_t k) {
       out[b].qs[i] = static_cast<int8_t>(std::nearbyint(v[i] * id));
       sum += out[b].qs[i];
     }
-    out[b].sum = sum;
+    out[b].dsum = d * static_cast<float>(sum);
   }
 }
 

@@ -14,7 +14,7 @@ namespace sy::cpu::detail {
 struct XBlockQ8 {
   float d;
   int8_t qs[32];
-  int32_t sum;  // Σ qs: the K-quants' block minimums multiply it
+  float dsum;  // d · Σ qs: the K-quants' block minimums multiply it
 };
 
 // The 6-bit scales and minimums of a Q4_K (or Q5_K) block's 8 sub-blocks, from its 12 packed bytes

@@ -101,7 +101,7 @@ void k4_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t 
         for (int sub = 0; sub < 8; ++sub) {  // sub-block 2p in the low nibbles of bytes 32p.., 2p+1 in the high
           const XBlockQ8& xb = x[r * ldx + s * 8 + sub];
           const uint8_t* q = blk.qs + 32 * (sub / 2);
-          const float scale = xb.d * d * sc[sub];
+          const float scale = xb.d * (d * static_cast<float>(sc[sub]));
           for (int l = 0; l < 8; ++l) {
             int32_t dot = 0;
             for (int i = 4 * l; i < 4 * l + 4; ++i) {
@@ -111,7 +111,7 @@ void k4_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t 
             }
             lane[l] = std::fma(scale, static_cast<float>(dot), lane[l]);
           }
-          mins = std::fma(xb.d * dmin * mn[sub], static_cast<float>(xb.sum), mins);
+          mins = std::fma(dmin * static_cast<float>(mn[sub]), xb.dsum, mins);
         }
       }
       y[r * ldy + j] = sum_lanes(lane) - mins;

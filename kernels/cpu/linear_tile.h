@@ -168,6 +168,22 @@ struct DotAvx2 {
   }
 };
 
+// d·sc and dmin·mn of a Q4_K/Q5_K block's 8 sub-blocks: the 6-bit scales and minimums
+// unpacked four at a time in 32-bit words (the layout of unpack_q4_k_scales), widened
+// and scaled eight at a time.
+template <class Blk>
+inline void k_scales(const Blk& b, float* dsc, float* dmn) {
+  uint32_t w[3];
+  std::memcpy(w, b.scales, 12);
+  const uint32_t sc_lo = w[0] & 0x3f3f3f3fu, mn_lo = w[1] & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (w[2] & 0x0f0f0f0fu) | (((w[0] >> 6) & 0x03030303u) << 4);
+  const uint32_t mn_hi = ((w[2] >> 4) & 0x0f0f0f0fu) | (((w[1] >> 6) & 0x03030303u) << 4);
+  const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo))));
+  const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(mn_hi), static_cast<int>(mn_lo))));
+  _mm256_store_ps(dsc, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b.d)), sc));
+  _mm256_store_ps(dmn, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b.dmin)), mn));
+}
+
 // Q4_K and Q5_K weights (super-blocks of 256: 8 sub-blocks of 32, value d·sc·q −
 // dmin·mn, q in 0..15, Q5_K's with a fifth bit from bit s of qh[l] for sub-block s)
 // against x quantized per block of 32: per sub-block, lane l adds
@@ -189,13 +205,10 @@ void k4_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t 
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int64_t s = 0; s < nsb; ++s) {
       const Blk* blk[CC];
-      float d[CC], dmin[CC];
-      uint8_t sc[CC][8], mn[CC][8];
+      alignas(32) float dsc[CC][8], dmn[CC][8];  // d·sc and dmin·mn per sub-block
       for (int c = 0; c < CC; ++c) {
         blk[c] = reinterpret_cast<const Blk*>(wj + c * ws) + s;
-        d[c] = _cvtsh_ss(blk[c]->d);
-        dmin[c] = _cvtsh_ss(blk[c]->dmin);
-        unpack_q4_k_scales(blk[c]->scales, sc[c], mn[c]);
+        k_scales(*blk[c], dsc[c], dmn[c]);
       }
       for (int pair = 0; pair < 4; ++pair) {
         __m256i lo[CC], hi[CC];
@@ -219,10 +232,10 @@ void k4_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t 
           const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x1.qs));
           for (int c = 0; c < CC; ++c) {
             const int s0 = 2 * pair, s1 = s0 + 1;
-            acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(x0.d * d[c] * sc[c][s0]), _mm256_cvtepi32_ps(Dot::udot(lo[c], q0)), acc[r][c]);
-            mins[r][c] = std::fma(x0.d * dmin[c] * mn[c][s0], static_cast<float>(x0.sum), mins[r][c]);
-            acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(x1.d * d[c] * sc[c][s1]), _mm256_cvtepi32_ps(Dot::udot(hi[c], q1)), acc[r][c]);
-            mins[r][c] = std::fma(x1.d * dmin[c] * mn[c][s1], static_cast<float>(x1.sum), mins[r][c]);
+            acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(x0.d * dsc[c][s0]), _mm256_cvtepi32_ps(Dot::udot(lo[c], q0)), acc[r][c]);
+            mins[r][c] = std::fma(dmn[c][s0], x0.dsum, mins[r][c]);
+            acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(x1.d * dsc[c][s1]), _mm256_cvtepi32_ps(Dot::udot(hi[c], q1)), acc[r][c]);
+            mins[r][c] = std::fma(dmn[c][s1], x1.dsum, mins[r][c]);
           }
         }
       }

@@ -26,7 +26,7 @@
 //   fma(d_x·d_w, Σ of the four int8 products 4l..4l+3);
 // - Q4_K, Q5_K: per sub-block of 32, lane l adds fma(d_x·(d·sc), Σ of four q·q_x), a
 //   ninth sum adds fma(dmin·mn, d_x·Σ q_x), subtracted after the tree (linear_tile.h);
-// - Q6_K: per 32 values, lane l adds fma(d_x·d·sc, Σ of four (q − 32)·q_x), sc the
+// - Q6_K: per 32 values, lane l adds fma(d_x·(d·sc), Σ of four (q − 32)·q_x), sc the
 //   16-value sub-block's (lanes 0-3: the first, 4-7: the second).
 // Every level, scalar included, performs exactly these operations.
 #pragma once

@@ -135,7 +135,7 @@ void q6_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
             const uint8_t* ql = blk.ql + 64 * half + 32 * (g % 2);
             const uint8_t* qh = blk.qh + 32 * half;
             const int8_t* sc = blk.scales + 8 * half + 2 * g;
-            const float sa = xb.d * d * sc[0], sb = xb.d * d * sc[1];
+            const float sa = xb.d * (d * static_cast<float>(sc[0])), sb = xb.d * (d * static_cast<float>(sc[1]));
             for (int l = 0; l < 8; ++l) {
               int32_t dot = 0;
               for (int i = 4 * l; i < 4 * l + 4; ++i) {

@@ -250,7 +250,7 @@ void k4_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t 
 // bits, a signed 8-bit scale per 16 values) against x quantized per block of 32. Group
 // k (0..3) of a half is 32 consecutive values, one x block: value l of it has its low
 // four bits in ql[l] (k = 0), ql[32 + l] (k = 1) or their high nibbles (k = 2, 3), and
-// bits 2k, 2k+1 of qh[l] on top. Per group, lane l adds fma(d_x·d·sc, Σ of four
+// bits 2k, 2k+1 of qh[l] on top. Per group, lane l adds fma(d_x·(d·sc), Σ of four
 // (q − 32)·q_x), sc that of values 0-15 for lanes 0-3 and of 16-31 for lanes 4-7.
 template <class Dot, int C>
 void q6_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
@@ -269,28 +269,38 @@ void q6_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
         blk[c] = reinterpret_cast<const BlockQ6_K*>(wj + c * ws) + s;
         d[c] = _cvtsh_ss(blk[c]->d);
       }
-      for (int half = 0; half < 2; ++half)
+      for (int half = 0; half < 2; ++half) {
+        // Per weight row: its quant bytes of this half, and d·sc of its 8 sub-blocks.
+        __m256i lq[CC][2], hq[CC];
+        __m256 dsc[CC];
+        for (int c = 0; c < CC; ++c) {
+          const uint8_t* ql = blk[c]->ql + 64 * half;
+          lq[c][0] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+          lq[c][1] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+          hq[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[c]->qh + 32 * half));
+          const __m128i sc8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk[c]->scales + 8 * half));
+          dsc[c] = _mm256_mul_ps(_mm256_set1_ps(d[c]), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
+        }
         for (int g = 0; g < 4; ++g) {
           __m256i wq[CC];
+          __m256 gsc[CC];  // lanes 0-3: d·sc of values 0-15, lanes 4-7: of 16-31
+          const __m256i pick = _mm256_set_epi32(2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g, 2 * g, 2 * g, 2 * g);
           for (int c = 0; c < CC; ++c) {
-            const uint8_t* ql = blk[c]->ql + 64 * half + 32 * (g % 2);
-            const __m256i lq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-            const __m256i hq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[c]->qh + 32 * half));
-            const __m256i lo = _mm256_and_si256(g < 2 ? lq : _mm256_srli_epi16(lq, 4), low4);
-            const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(hq, _mm_cvtsi32_si128(2 * g)), two);
+            const __m256i l = lq[c][g % 2];
+            const __m256i lo = _mm256_and_si256(g < 2 ? l : _mm256_srli_epi16(l, 4), low4);
+            const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(hq[c], _mm_cvtsi32_si128(2 * g)), two);
             wq[c] = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), off);
+            gsc[c] = _mm256_permutevar8x32_ps(dsc[c], pick);
           }
           for (int r = 0; r < R; ++r) {
             const XBlockQ8& xb = x[r * ldx + s * 8 + half * 4 + g];
             const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
-            for (int c = 0; c < CC; ++c) {
-              const int8_t* sc = blk[c]->scales + 8 * half + 2 * g;
-              const float sa = xb.d * d[c] * sc[0], sb = xb.d * d[c] * sc[1];
-              const __m256 scale = _mm256_set_m128(_mm_set1_ps(sb), _mm_set1_ps(sa));
-              acc[r][c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(Dot::dot(wq[c], xq)), acc[r][c]);
-            }
+            const __m256 xd = _mm256_set1_ps(xb.d);
+            for (int c = 0; c < CC; ++c)
+              acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(xd, gsc[c]), _mm256_cvtepi32_ps(Dot::dot(wq[c], xq)), acc[r][c]);
           }
         }
+      }
     }
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < CC; ++c) y[r * ldy + j + c] = hsum8(acc[r][c]);

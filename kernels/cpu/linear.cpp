@@ -135,7 +135,7 @@ void check_slices(std::span<const WeightSlice> w, int64_t k) {
 // rows dequantized to float32 on the pool, multiplied by OpenBLAS sgemm (its own
 // threads; the two never run at once).
 //
-// Q8_0 slices multiply x as the int8 kernels see it (quantized per block, then widened
+// Block-type slices multiply x as the int8 kernels see it (quantized per block, then widened
 // back): a prompt's logits then differ from the decode kernels' by float32 rounding only,
 // not by the activations' quantization error.
 void linear_sgemm(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
@@ -286,7 +286,7 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
   if (opt.fast_prefill && m >= kFastPrefillRows) return linear_sgemm(x, m, k, w, y, ldy, pool);
   const LinearKernels& kern = kernels_for(simd_level());
 
-  // x quantized once for every Q8_0 slice.
+  // x quantized once for every block-type slice.
   const int64_t nb = k / kQ8_0BlockSize;
   thread_local std::vector<XBlockQ8> xq_buffer;
   XBlockQ8* xq = nullptr;  // the caller's buffer: a thread_local named in a lambda would be each worker's own

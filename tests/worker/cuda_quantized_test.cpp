@@ -17,6 +17,7 @@
 #include "fixture_util.h"
 #include "kernels/cuda_test_util.h"
 #include "offline_engine.h"
+#include "quantized_files.h"
 #include "worker/backend/backend.h"
 #include "worker/backend/cuda_weights.h"
 #include "worker/model/convert.h"
@@ -25,41 +26,6 @@
 
 namespace sy {
 namespace {
-
-// A GGUF holding only a byte-level BPE tokenizer of `n` plain tokens: the preset takes
-// its vocabulary from it (a small LM head keeps the test quick).
-std::string small_tokenizer(int n) {
-  gguf::Writer w;
-  w.set_string("tokenizer.ggml.model", "gpt2");
-  w.set_string("tokenizer.ggml.pre", "qwen2");
-  std::vector<std::string> tokens;
-  for (int i = 0; i < n; ++i) tokens.push_back("t" + std::to_string(i));
-  w.set_string_array("tokenizer.ggml.tokens", std::move(tokens));
-  w.set_i32_array("tokenizer.ggml.token_type", std::vector<int64_t>(static_cast<size_t>(n), 1));
-  w.set_string_array("tokenizer.ggml.merges", {});
-  w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(n - 1));
-  const std::string path = testing::temp_path("cuda_quant_tokenizer.gguf");
-  w.write(path);
-  return path;
-}
-
-// The file with every tensor dequantized to F32 (metadata as it was).
-std::string dequantized_copy(const std::string& path) {
-  auto f = gguf::File::open(path);
-  gguf::Writer w;
-  for (const auto& kv : f->metadata()) w.set(kv.key, kv.value);
-  w.set_u32("general.file_type", 0);
-  for (const TensorInfo& t : f->tensors()) {
-    const int64_t row = t.shape.back();
-    const size_t row_bytes = *dtype_bytes(t.dtype, row);
-    w.add_tensor(t.name, DType::kF32, t.shape, [&t, row, row_bytes](int64_t r, uint8_t* out) {
-      to_f32(t.dtype, t.data + static_cast<size_t>(r) * row_bytes, reinterpret_cast<float*>(out), row);
-    });
-  }
-  const std::string out = path + ".f32.gguf";
-  w.write(out);
-  return out;
-}
 
 // Largest logit gap between the best token and the runner-up at each position.
 std::vector<float> margins(const std::vector<float>& logits, size_t vocab) {
@@ -81,7 +47,7 @@ std::vector<float> margins(const std::vector<float>& logits, size_t vocab) {
 
 TEST(CudaQuantizedModel, MatchesTheCpuBackendOnTheSameFile) {
   SY_SKIP_WITHOUT_CUDA();
-  const std::string tokenizer = small_tokenizer(512);
+  const std::string tokenizer = testing::write_small_tokenizer(512, "cuda_quant_tokenizer.gguf");
   std::vector<int32_t> long_prompt;
   for (int i = 0; i < 40; ++i) long_prompt.push_back((i * 193 + 11) % 500);
   const std::vector<std::vector<int32_t>> prompts = {{5, 17, 300, 41, 2, 99, 250, 7}, long_prompt};
@@ -110,7 +76,7 @@ TEST(CudaQuantizedModel, MatchesTheCpuBackendOnTheSameFile) {
         EXPECT_EQ(w.layers[0].w_down.quant[0].type, cuda::QuantType::kQ6_K);
       }
     }
-    const std::string f32_path = dequantized_copy(make.out);
+    const std::string f32_path = testing::write_dequantized_copy(make.out);
     auto f32_src = ModelSource::open(f32_path);
     BackendOptions opt;
     opt.num_kv_blocks = 64;

@@ -15,6 +15,7 @@
 #include "common/gguf_writer.h"
 #include "fixture_edit.h"
 #include "offline_engine.h"
+#include "quantized_files.h"
 #include "worker/backend/backend.h"
 #include "worker/model/convert.h"
 #include "worker/model/file_type.h"
@@ -22,23 +23,6 @@
 
 namespace sy {
 namespace {
-
-// A GGUF holding only a byte-level BPE tokenizer of `n` plain tokens: the presets take
-// their vocabulary from it, so the embedding is [n, hidden].
-std::string small_tokenizer(int n) {
-  gguf::Writer w;
-  w.set_string("tokenizer.ggml.model", "gpt2");
-  w.set_string("tokenizer.ggml.pre", "qwen2");
-  std::vector<std::string> tokens;
-  for (int i = 0; i < n; ++i) tokens.push_back("t" + std::to_string(i));
-  w.set_string_array("tokenizer.ggml.tokens", std::move(tokens));
-  w.set_i32_array("tokenizer.ggml.token_type", std::vector<int64_t>(static_cast<size_t>(n), 1));
-  w.set_string_array("tokenizer.ggml.merges", {});
-  w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(n - 1));
-  const std::string path = testing::temp_path("tokenizer.gguf");
-  w.write(path);
-  return path;
-}
 
 struct Preset {
   const char* arch;
@@ -51,7 +35,7 @@ class Files : public ::testing::Environment {
  public:
   static Files& get() { return *instance_; }
   const std::string& tokenizer() {
-    if (tokenizer_.empty()) tokenizer_ = keep(small_tokenizer(512));
+    if (tokenizer_.empty()) tokenizer_ = keep(testing::write_small_tokenizer(512, "tokenizer.gguf"));
     return tokenizer_;
   }
   // make-model's file of preset `p` stored as `type`.
@@ -88,19 +72,7 @@ const std::string& model(const Preset& p, FileType type) { return Files::get().m
 const std::string& dequantized_copy(const std::string& path) {
   static std::map<std::string, std::string> copies;
   if (auto it = copies.find(path); it != copies.end()) return it->second;
-  auto f = gguf::File::open(path);
-  gguf::Writer w;
-  for (const auto& kv : f->metadata()) w.set(kv.key, kv.value);
-  w.set_u32("general.file_type", 0);
-  for (const TensorInfo& t : f->tensors()) {
-    const int64_t row = t.shape.back();
-    const size_t row_bytes = *dtype_bytes(t.dtype, row);
-    w.add_tensor(t.name, DType::kF32, t.shape, [&t, row, row_bytes](int64_t r, uint8_t* out) {
-      to_f32(t.dtype, t.data + static_cast<size_t>(r) * row_bytes, reinterpret_cast<float*>(out), row);
-    });
-  }
-  const std::string out = path + ".f32.gguf";
-  w.write(out);
+  const std::string out = testing::write_dequantized_copy(path);
   return copies[path] = Files::get().keep(out);
 }
 

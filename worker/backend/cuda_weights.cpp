@@ -8,6 +8,7 @@
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/thread_pool.h"
 #include "worker/model/convert.h"
+#include "worker/model/weight_slice.h"
 #include "worker/model/weights.h"
 
 namespace sy {
@@ -35,21 +36,8 @@ bool is_quantized(DType t) {
   return t == DType::kQ8_0 || quant_type(t).has_value();
 }
 
-// Rows [row0, row0 + take) of a tensor of `rows` rows (take -1: all of them).
-struct Part {
-  WeightRole role;
-  int64_t rows;
-  int64_t row0 = 0, take = -1;
-  int64_t count() const { return take < 0 ? rows - row0 : take; }
-};
-
-// Columns [col0, col0 + n) of every row (n -1: all of them).
-struct Cols {
-  int64_t all;
-  int64_t col0 = 0, n = -1;
-  int64_t count() const { return n < 0 ? all - col0 : n; }
-  bool whole() const { return col0 == 0 && count() == all; }
-};
+using Part = WeightRows;
+using Cols = WeightCols;
 
 class Uploader {
  public:

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "kernels/cpu/thread_pool.h"
 #include "worker/model/convert.h"
+#include "worker/model/weight_slice.h"
 
 namespace sy {
 namespace {
@@ -74,20 +75,8 @@ const TensorInfo& find_weight(const ModelSource& src, WeightRole r, int layer, c
 
 namespace {
 
-// Rows [row0, row0 + take) of a tensor of `rows` rows (take -1: all of them).
-struct Part {
-  Role role;
-  int64_t rows;
-  int64_t row0 = 0, take = -1;
-  int64_t count() const { return take < 0 ? rows - row0 : take; }
-};
-
-// Columns [col0, col0 + n) of every row (n -1: all of them).
-struct Cols {
-  int64_t all;
-  int64_t col0 = 0, n = -1;
-  int64_t count() const { return n < 0 ? all - col0 : n; }
-};
+using Part = WeightRows;
+using Cols = WeightCols;
 
 class Loader {
  public:

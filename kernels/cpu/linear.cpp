@@ -14,6 +14,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(SY_LINEAR_X86)
+#include <cpuid.h>
+#endif
+
 #include "common/half.h"
 #include "kernels/cpu/linear_kernels.h"
 #include "kernels/cpu/thread_pool.h"
@@ -63,8 +67,11 @@ using detail::XBlockQ8;
 SimdLevel detect() {
 #if defined(SY_LINEAR_X86)
   __builtin_cpu_init();
-  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
-    return SimdLevel::kScalar;
+  // F16C through CPUID (leaf 1, ECX bit 29): clang 14's __builtin_cpu_supports does not
+  // know the "f16c" name (Debian 12's clang, which the sanitizer build uses).
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)) return SimdLevel::kScalar;
   if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512dq")))
     return SimdLevel::kAvx2;

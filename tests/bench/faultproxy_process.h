@@ -88,11 +88,7 @@ class FaultProxyProcess : public FaultProxyControl {
       ::dup2(out[1], 1);
       ::close(out[0]);
       ::close(out[1]);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
+      exec_program(args);
     }
     ::close(out[1]);
     stdout_fd_ = out[0];

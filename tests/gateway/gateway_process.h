@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "chromium.h"  // read_text_file
+#include "worker/worker_process.h"  // exec_program
 
 namespace sy::testing {
 
@@ -42,11 +43,7 @@ class GatewayProcess {
       ::close(out[1]);
       std::vector<std::string> all = {binary};
       all.insert(all.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (auto& a : all) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
+      exec_program(std::move(all));
     }
     ::close(out[1]);
     stdout_fd_ = out[0];

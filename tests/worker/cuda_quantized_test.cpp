@@ -27,24 +27,6 @@
 namespace sy {
 namespace {
 
-// Largest logit gap between the best token and the runner-up at each position.
-std::vector<float> margins(const std::vector<float>& logits, size_t vocab) {
-  std::vector<float> out;
-  for (size_t p = 0; p + vocab <= logits.size(); p += vocab) {
-    float a = -INFINITY, b = -INFINITY;
-    for (size_t i = p; i < p + vocab; ++i) {
-      if (logits[i] > a) {
-        b = a;
-        a = logits[i];
-      } else if (logits[i] > b) {
-        b = logits[i];
-      }
-    }
-    out.push_back(a - b);
-  }
-  return out;
-}
-
 TEST(CudaQuantizedModel, MatchesTheCpuBackendOnTheSameFile) {
   SY_SKIP_WITHOUT_CUDA();
   const std::string tokenizer = testing::write_small_tokenizer(512, "cuda_quant_tokenizer.gguf");
@@ -107,7 +89,7 @@ TEST(CudaQuantizedModel, MatchesTheCpuBackendOnTheSameFile) {
       ASSERT_EQ(tokens.size(), ref.size());
       std::vector<int32_t> seq = prompt;
       seq.insert(seq.end(), ref.begin(), ref.end() - 1);
-      const auto m = margins(cpu->prompt_logits(seq, true), vocab);
+      const auto m = testing::top_two_margins(cpu->prompt_logits(seq, true), vocab);
       size_t agreed = 0;
       for (size_t i = 0; i < ref.size(); ++i, ++agreed) {
         if (m[prompt.size() - 1 + i] <= 2 * max_diff) break;

@@ -1,8 +1,10 @@
 // Model files for the quantized-weight tests: a tokenizer-only GGUF that gives make-model
 // a small vocabulary, and a copy of a model with every tensor dequantized to F32 (the
-// reference the acceptance names: the same weights computed in float32).
+// reference the acceptance names: the same weights computed in float32); and
+// the top-two logit margins that decide where greedy tokens must agree.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +50,24 @@ inline std::string write_dequantized_copy(const std::string& path) {
   }
   const std::string out = path + ".f32.gguf";
   w.write(out);
+  return out;
+}
+
+// The top-1 minus top-2 logit of each row of `logits` ([rows, vocab]).
+inline std::vector<float> top_two_margins(const std::vector<float>& logits, size_t vocab) {
+  std::vector<float> out;
+  for (size_t r = 0; r + vocab <= logits.size(); r += vocab) {
+    float a = -INFINITY, b = -INFINITY;
+    for (size_t i = r; i < r + vocab; ++i) {
+      if (logits[i] > a) {
+        b = a;
+        a = logits[i];
+      } else if (logits[i] > b) {
+        b = logits[i];
+      }
+    }
+    out.push_back(a - b);
+  }
   return out;
 }
 

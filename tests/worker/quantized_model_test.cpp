@@ -164,24 +164,6 @@ LogitBound logit_bound(FileType t) {
                                                                             : LogitBound{5e-2, 4e-2};
 }
 
-// The top-1 minus top-2 logit of each row of `logits` ([rows, vocab]).
-std::vector<float> margins(const std::vector<float>& logits, size_t vocab) {
-  std::vector<float> out;
-  for (size_t r = 0; r + vocab <= logits.size(); r += vocab) {
-    float a = -INFINITY, b = -INFINITY;
-    for (size_t i = r; i < r + vocab; ++i) {
-      if (logits[i] > a) {
-        b = a;
-        a = logits[i];
-      } else if (logits[i] > b) {
-        b = logits[i];
-      }
-    }
-    out.push_back(a - b);
-  }
-  return out;
-}
-
 TEST_P(QuantizedModel, EveryTypeRunsAsItsDequantizedFloat32Model) {
   const Preset p = GetParam();
   auto exact = gguf::File::open(model(p, FileType::kF32));
@@ -220,7 +202,7 @@ TEST_P(QuantizedModel, EveryTypeRunsAsItsDequantizedFloat32Model) {
     ASSERT_EQ(tokens.size(), 4u);
     std::vector<int32_t> seq = kPrompt;
     seq.insert(seq.end(), want.begin(), want.end() - 1);
-    const auto m = margins(ref_engine->prompt_logits(seq, true), static_cast<size_t>(ref_engine->config().vocab));
+    const auto m = testing::top_two_margins(ref_engine->prompt_logits(seq, true), static_cast<size_t>(ref_engine->config().vocab));
     for (size_t i = 0; i < want.size(); ++i) {
       if (m[kPrompt.size() - 1 + i] <= 2 * bound.max * d.max_ref) break;
       EXPECT_EQ(tokens[i], want[i]) << "step " << i;

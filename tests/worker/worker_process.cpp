@@ -24,6 +24,14 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = net::ip::tcp;
 
+void exec_program(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execv(argv[0], argv.data());
+  ::_exit(127);
+}
+
 WorkerProcess::WorkerProcess(const std::vector<std::string>& args, const std::string& binary) {
   int out[2];
   if (::pipe(out) != 0) return;
@@ -36,11 +44,7 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& args, const std::st
     ::close(out[1]);
     std::vector<std::string> all = {binary, "serve", "--port", "0", "--host", "127.0.0.1"};
     all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
+    exec_program(std::move(all));
   }
   ::close(out[1]);
   stdout_ = ::fdopen(out[0], "r");

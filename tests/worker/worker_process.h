@@ -20,6 +20,9 @@
 
 namespace sy::testing {
 
+// In a forked child: runs argv[0] with `argv`, or exits 127 when it cannot.
+[[noreturn]] void exec_program(std::vector<std::string> argv);
+
 class WorkerProcess {
  public:
   // Starts `switchyard-worker serve --port 0 <args>` (or another program that takes its

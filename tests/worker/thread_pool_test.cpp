@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -30,6 +31,26 @@ TEST(ThreadPool, ConcurrentCallersEachRunTheirOwnIndicesOnce) {
     });
   for (auto& t : callers) t.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// Workers spin for a while after a call, then sleep: calls that come after they slept
+// must wake them (no lost wake-up: a hang here), and calls back to back, each claimed
+// by whichever thread is fastest, must still run every index once.
+TEST(ThreadPool, CallsAfterWorkersSleptAndCallsBackToBack) {
+  for (int round = 0; round < 4; ++round) {
+    cpu::ThreadPool pool(1 + round);
+    for (int k = 0; k < 6; ++k) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(k % 2 == 0 ? 3 : 0));
+      std::vector<std::atomic<int>> hits(64);
+      pool.parallel_for(64, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
+      for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
+    }
+    std::atomic<int64_t> sum{0};
+    for (int k = 0; k < 20000; ++k) pool.parallel_for(2 + k % 7, [&](int64_t i) { sum.fetch_add(i + 1); });
+    int64_t want = 0;
+    for (int k = 0; k < 20000; ++k) want += (2 + k % 7) * (3 + k % 7) / 2;
+    EXPECT_EQ(sum.load(), want);
+  }  // the pool's destructor stops workers that spin or sleep
 }
 
 }  // namespace

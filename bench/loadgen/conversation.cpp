@@ -7,7 +7,6 @@ namespace sy::bench {
 
 namespace {
 
-constexpr double kCharsPerToken = 4.75;  // as workload.cpp's generated prompts
 
 std::string text_of_tokens(const std::string& head, int64_t tokens) {
   const size_t want = static_cast<size_t>(static_cast<double>(tokens) * kCharsPerToken);

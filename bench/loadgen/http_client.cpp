@@ -10,7 +10,7 @@
 
 namespace sy::bench {
 
-namespace http = beast::http;  // sy::http (the SSE parser) is named in full here
+namespace bhttp = beast::http;  // sy::http is the SSE parser
 
 namespace {
 
@@ -76,13 +76,13 @@ StreamingRequest::StreamingRequest(net::io_context& ioc, const Target& target, C
       done_(std::move(done)),
       sse_(options.max_event_bytes),
       accumulator_(record_) {
-  request_.method(http::verb::post);
+  request_.method(bhttp::verb::post);
   request_.target(target.base_path + path);
   request_.version(11);
-  request_.set(http::field::host, target.host_header());
-  request_.set(http::field::user_agent, kUserAgent);
-  request_.set(http::field::content_type, "application/json");
-  request_.set(http::field::accept, "text/event-stream");
+  request_.set(bhttp::field::host, target.host_header());
+  request_.set(bhttp::field::user_agent, kUserAgent);
+  request_.set(bhttp::field::content_type, "application/json");
+  request_.set(bhttp::field::accept, "text/event-stream");
   request_.keep_alive(options.keep_alive);
   request_.body() = std::move(body);
   request_.prepare_payload();
@@ -117,7 +117,7 @@ void StreamingRequest::on_connect(beast::error_code ec, const tcp::endpoint&) {
 
 void StreamingRequest::do_write() {
   stream_->expires_after(options_.timeout);
-  http::async_write(*stream_, request_,
+  bhttp::async_write(*stream_, request_,
                     beast::bind_front_handler(&StreamingRequest::on_write, shared_from_this()));
 }
 
@@ -133,7 +133,7 @@ void StreamingRequest::do_read_header() {
   parser_.emplace();
   parser_->body_limit(kBodyLimit);
   stream_->expires_after(options_.timeout);
-  http::async_read_header(
+  bhttp::async_read_header(
       *stream_, buffer_, *parser_,
       beast::bind_front_handler(&StreamingRequest::on_read_header, shared_from_this()));
 }
@@ -145,11 +145,11 @@ void StreamingRequest::on_read_header(beast::error_code ec, std::size_t) {
   }
   const auto& head = parser_->get();
   record_.http_status = static_cast<int>(head.result_int());
-  const bool event_stream = head[http::field::content_type].starts_with("text/event-stream");
+  const bool event_stream = head[bhttp::field::content_type].starts_with("text/event-stream");
   streaming_ = record_.http_status == 200 && event_stream;
   if (record_.http_status == 200 && !event_stream)
     record_.fail(ErrorKind::kProtocol, "200 with Content-Type '" +
-                                           std::string(head[http::field::content_type]) +
+                                           std::string(head[bhttp::field::content_type]) +
                                            "', not text/event-stream");
   if (parser_->is_done()) return finish_response(Clock::now());  // no body at all
   do_read_body();
@@ -161,14 +161,14 @@ void StreamingRequest::do_read_body() {
   parser_->get().body().data = body_buf_.data();
   parser_->get().body().size = body_buf_.size();
   stream_->expires_after(options_.timeout);
-  http::async_read_some(
+  bhttp::async_read_some(
       *stream_, buffer_, *parser_,
       beast::bind_front_handler(&StreamingRequest::on_read_body, shared_from_this()));
 }
 
 void StreamingRequest::on_read_body(beast::error_code ec, std::size_t) {
   const Clock::time_point now = Clock::now();   // every event in these bytes arrived now
-  if (ec == http::error::need_buffer) ec = {};  // the buffer filled up; not an error
+  if (ec == bhttp::error::need_buffer) ec = {};  // the buffer filled up; not an error
   const size_t got = body_buf_.size() - parser_->get().body().size;
   if (got > 0) {
     const std::string_view bytes(body_buf_.data(), got);
@@ -198,7 +198,7 @@ void StreamingRequest::on_read_body(beast::error_code ec, std::size_t) {
       return complete();
     }
     // The server closed the stream before [DONE]: a truncated response, reported as one.
-    if (streaming_ && (ec == http::error::end_of_stream || ec == http::error::partial_message ||
+    if (streaming_ && (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
                        ec == net::error::eof)) {
       accumulator_.finish(now, sse_.finish());
       close();
@@ -268,24 +268,24 @@ std::pair<int, std::string> http_get(net::io_context& ioc, const Target& target,
   struct State {
     beast::tcp_stream stream;
     beast::flat_buffer buffer;
-    http::request<http::empty_body> request;
-    http::response<http::string_body> response;
+    bhttp::request<bhttp::empty_body> request;
+    bhttp::response<bhttp::string_body> response;
     beast::error_code ec;
     const char* step = "connect";
     explicit State(net::io_context& ioc) : stream(ioc) {}
   };
   auto s = std::make_shared<State>(ioc);
-  s->request = {http::verb::get, target.base_path + path, 11};
-  s->request.set(http::field::host, target.host_header());
-  s->request.set(http::field::user_agent, kUserAgent);
+  s->request = {bhttp::verb::get, target.base_path + path, 11};
+  s->request.set(bhttp::field::host, target.host_header());
+  s->request.set(bhttp::field::user_agent, kUserAgent);
   s->stream.expires_after(timeout);
   s->stream.async_connect(target.endpoints, [s](beast::error_code ec, const tcp::endpoint&) {
     if (ec) return void(s->ec = ec);
     s->step = "write";
-    http::async_write(s->stream, s->request, [s](beast::error_code ec, std::size_t) {
+    bhttp::async_write(s->stream, s->request, [s](beast::error_code ec, std::size_t) {
       if (ec) return void(s->ec = ec);
       s->step = "read";
-      http::async_read(s->stream, s->buffer, s->response,
+      bhttp::async_read(s->stream, s->buffer, s->response,
                        [s](beast::error_code ec, std::size_t) { s->ec = ec; });
     });
   });

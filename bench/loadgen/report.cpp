@@ -7,7 +7,7 @@ namespace sy::bench {
 
 namespace {
 
-using json = nlohmann::ordered_json;
+using ordered = nlohmann::ordered_json;  // keys in the order written
 
 std::string level_name(const LevelStats& s) {
   char buf[64];
@@ -26,11 +26,11 @@ std::string num(double v, int decimals) {
   return buf;
 }
 
-json null_if_nan(double v) {
-  return std::isnan(v) ? json(nullptr) : json(v);
+ordered null_if_nan(double v) {
+  return std::isnan(v) ? ordered(nullptr) : ordered(v);
 }
 
-json scaled(const Distribution& d, double scale) {
+ordered scaled(const Distribution& d, double scale) {
   return {{"p50", null_if_nan(d.p50 * scale)}, {"p90", null_if_nan(d.p90 * scale)},
           {"p99", null_if_nan(d.p99 * scale)}, {"mean", null_if_nan(d.mean * scale)},
           {"max", null_if_nan(d.max * scale)}, {"count", d.count}};
@@ -99,17 +99,17 @@ std::string format_table(const RunInfo& info, const std::vector<LevelStats>& lev
   return out;
 }
 
-json to_json(const RunInfo& info, const std::vector<LevelStats>& levels) {
-  json doc = {{"tool", "switchyard-bench"},    {"url", info.url},
+ordered to_json(const RunInfo& info, const std::vector<LevelStats>& levels) {
+  ordered doc = {{"tool", "switchyard-bench"},    {"url", info.url},
               {"model", info.model},           {"workload", info.workload},
               {"max_tokens", info.max_tokens}, {"temperature", info.temperature},
               {"warmup", info.warmup},         {"timeout_s", info.timeout_s},
               {"keep_alive", info.keep_alive}};
   bool all_valid = !levels.empty();
-  json out_levels = json::array();
+  ordered out_levels = ordered::array();
   for (const LevelStats& s : levels) {
     all_valid = all_valid && s.valid();
-    json l = {{"mode", s.mode},
+    ordered l = {{"mode", s.mode},
               {"requests", s.requests},
               {"ok", s.ok},
               {"errors", s.errors},

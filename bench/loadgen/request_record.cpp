@@ -10,7 +10,6 @@ double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 

@@ -3,11 +3,15 @@
 #pragma once
 
 #include <chrono>
+#include <limits>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace sy::bench {
+
+// A measurement that does not exist (no token arrived, nothing to divide by).
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 using Clock = std::chrono::steady_clock;
 

@@ -10,7 +10,6 @@ namespace sy::bench {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr size_t kMaxErrorSamples = 5;
 
 void drop_nan(std::vector<double>& v) {

@@ -11,7 +11,6 @@ using nlohmann::json;
 
 // Plain English prose, so that generated prompts tokenize the way real text does.
 // Llama 3's and Qwen3's tokenizers both make 281 tokens of this text's 1,337 characters.
-constexpr double kCharsPerToken = 4.75;
 constexpr const char* kProse =
     "Every harbor keeps two clocks. One is the clock on the wall of the harbor office, which "
     "tells the pilots when the morning ferry is due and when the fish market opens. The other "

@@ -11,6 +11,9 @@
 
 namespace sy::bench {
 
+// Characters of generated prompt text per token (the tokenizers of the fixture models).
+inline constexpr double kCharsPerToken = 4.75;
+
 enum class Endpoint { kCompletions, kChat };
 const char* endpoint_path(Endpoint e);  // "/v1/completions" | "/v1/chat/completions"
 

@@ -6,8 +6,6 @@
 namespace sy {
 namespace {
 
-constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
-
 bool valid_request_id(const std::string& id) {
   if (id.empty() || id.size() > 128) return false;
   for (char c : id) {
@@ -18,7 +16,7 @@ bool valid_request_id(const std::string& id) {
   return true;
 }
 
-Json usage_json(const Usage& u) {
+Json internal_usage_json(const Usage& u) {
   return Json{{"prompt_tokens", u.prompt_tokens},
               {"completion_tokens", u.completion_tokens},
               {"cached_tokens", u.cached_tokens}};
@@ -45,13 +43,13 @@ std::optional<ApiError> parse_internal_generate(std::string_view body,
     r.fail("'request_id' is required", "request_id");
   if (r.ok() && !valid_request_id(out.request_id))
     r.fail("'request_id' must be 1 to 128 characters of A-Z a-z 0-9 . _ : -", "request_id");
-  if (!r.get_int32_list("prompt_ids", 0, kInt32Max, std::numeric_limits<size_t>::max(),
+  if (!r.get_int32_list("prompt_ids", 0, FieldReader::kInt32Max, std::numeric_limits<size_t>::max(),
                         out.prompt_ids) &&
       r.ok())
     r.fail("'prompt_ids' is required", "prompt_ids");
   if (r.ok() && out.prompt_ids.empty()) r.fail("'prompt_ids' must not be empty", "prompt_ids");
-  r.get_int32_list("resume_ids", 0, kInt32Max, std::numeric_limits<size_t>::max(), out.resume_ids);
-  if (!r.get_int32("max_tokens", 1, kInt32Max, out.sampling.max_tokens) && r.ok())
+  r.get_int32_list("resume_ids", 0, FieldReader::kInt32Max, std::numeric_limits<size_t>::max(), out.resume_ids);
+  if (!r.get_int32("max_tokens", 1, FieldReader::kInt32Max, out.sampling.max_tokens) && r.ok())
     r.fail("'max_tokens' is required", "max_tokens");
   read_sampling_fields(r, out.sampling);
   r.get_int32("logprobs", -1, 20, out.sampling.logprobs);
@@ -139,7 +137,7 @@ std::string internal_finish_event(const InternalFinish& f) {
   j["finish_reason"] = f.finish_reason;
   j["text"] = f.text;
   j["matched_stop"] = f.matched_stop.empty() ? Json(nullptr) : Json(f.matched_stop);
-  j["usage"] = usage_json(f.usage);
+  j["usage"] = internal_usage_json(f.usage);
   return event("finish", j);
 }
 
@@ -148,8 +146,8 @@ std::optional<ApiError> parse_internal_tokens(std::string_view data, InternalTok
   Json j;
   if (auto e = parse_data(data, j)) return e;
   FieldReader r(j);
-  r.get_int32("index", 0, kInt32Max, out.index);
-  r.get_int32_list("ids", 0, kInt32Max, std::numeric_limits<size_t>::max(), out.ids);
+  r.get_int32("index", 0, FieldReader::kInt32Max, out.index);
+  r.get_int32_list("ids", 0, FieldReader::kInt32Max, std::numeric_limits<size_t>::max(), out.ids);
   r.get_string("text", out.text);
   if (const Json* lps = r.find("logprobs"); lps && r.ok()) {
     if (!lps->is_array() || lps->size() != out.ids.size())
@@ -183,9 +181,9 @@ std::optional<ApiError> parse_internal_finish(std::string_view data, InternalFin
   if (const Json* u = r.find("usage"); u && r.ok()) {
     if (!u->is_object()) return ApiError::bad_request("'usage' must be an object", "usage");
     FieldReader ur(*u, "usage.");
-    ur.get_int32("prompt_tokens", 0, kInt32Max, out.usage.prompt_tokens);
-    ur.get_int32("completion_tokens", 0, kInt32Max, out.usage.completion_tokens);
-    ur.get_int32("cached_tokens", 0, kInt32Max, out.usage.cached_tokens);
+    ur.get_int32("prompt_tokens", 0, FieldReader::kInt32Max, out.usage.prompt_tokens);
+    ur.get_int32("completion_tokens", 0, FieldReader::kInt32Max, out.usage.completion_tokens);
+    ur.get_int32("cached_tokens", 0, FieldReader::kInt32Max, out.usage.cached_tokens);
     if (!ur.ok()) return ur.error();
   }
   if (!r.ok()) return r.error();

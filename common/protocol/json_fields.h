@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -44,6 +45,7 @@ class FieldReader {
   // An integer (not 1.5, not "1") in [lo, hi].
   bool get_int(const char* key, int64_t lo, int64_t hi, int64_t& out);
   bool get_int32(const char* key, int32_t lo, int32_t hi, int32_t& out);
+  static constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();  // get_int32's widest bound
   // A finite number, integer or not.
   bool get_float(const char* key, float& out);
   // Any 64-bit integer; negative values are taken modulo 2^64 (a seed).

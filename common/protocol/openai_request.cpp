@@ -8,7 +8,6 @@
 namespace sy {
 namespace {
 
-constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr int32_t kMaxLogprobs = 20;
 
 // `n` and `best_of`: one choice per request.
@@ -82,7 +81,7 @@ std::optional<ApiError> read_id_prompt(const Json& arr, const std::string& field
                                        " must be a token id (an integer), not " +
                                        json_type_phrase(e),
                                    "prompt");
-    if (e.is_number_unsigned() ? e.get<uint64_t>() > static_cast<uint64_t>(kInt32Max)
+    if (e.is_number_unsigned() ? e.get<uint64_t>() > static_cast<uint64_t>(FieldReader::kInt32Max)
                                : e.get<int64_t>() < 0)
       return ApiError::bad_request(
           quote_field(field + "[" + std::to_string(i) + "]") + " is not a valid token id",
@@ -195,7 +194,7 @@ std::optional<ApiError> read_message(const Json& m, size_t index, Json& out) {
 void read_sampling_fields(FieldReader& r, SamplingParams& s) {
   r.get_float("temperature", s.temperature);
   r.get_float("top_p", s.top_p);
-  if (r.get_int32("top_k", -1, kInt32Max, s.top_k) && s.top_k < 0)
+  if (r.get_int32("top_k", -1, FieldReader::kInt32Max, s.top_k) && s.top_k < 0)
     s.top_k = 0;  // -1: off, as vLLM spells it
   r.get_float("min_p", s.min_p);
   r.get_float("repetition_penalty", s.repetition_penalty);
@@ -204,7 +203,7 @@ void read_sampling_fields(FieldReader& r, SamplingParams& s) {
   uint64_t seed = 0;
   if (r.get_u64_wrapping("seed", seed)) s.seed = seed;
   r.get_string_list("stop", s.stop);
-  r.get_int32_list("stop_token_ids", 0, kInt32Max, 64, s.stop_token_ids);
+  r.get_int32_list("stop_token_ids", 0, FieldReader::kInt32Max, 64, s.stop_token_ids);
   r.get_bool("ignore_eos", s.ignore_eos);
   r.get_bool("skip_special_tokens", s.skip_special_tokens);
 }
@@ -282,7 +281,7 @@ std::optional<ApiError> parse_completion_request(std::string_view body, OpenAiRe
   read_common(r, out);
   reject_if_set(r, "suffix", ": this server does not insert text");
   int32_t max_tokens = 0;
-  if (r.get_int32("max_tokens", 1, kInt32Max, max_tokens)) out.max_tokens = max_tokens;
+  if (r.get_int32("max_tokens", 1, FieldReader::kInt32Max, max_tokens)) out.max_tokens = max_tokens;
   int32_t logprobs = 0;
   if (r.get_int32("logprobs", 0, kMaxLogprobs, logprobs)) out.sampling.logprobs = logprobs;
   return finish(r, out);
@@ -310,9 +309,9 @@ std::optional<ApiError> parse_chat_request(std::string_view body, OpenAiRequest&
   FieldReader r(j);
   read_common(r, out);
   int32_t max_tokens = 0;
-  if (r.get_int32("max_tokens", 1, kInt32Max, max_tokens)) out.max_tokens = max_tokens;
+  if (r.get_int32("max_tokens", 1, FieldReader::kInt32Max, max_tokens)) out.max_tokens = max_tokens;
   // The newer name wins when both are given.
-  if (r.get_int32("max_completion_tokens", 1, kInt32Max, max_tokens)) out.max_tokens = max_tokens;
+  if (r.get_int32("max_completion_tokens", 1, FieldReader::kInt32Max, max_tokens)) out.max_tokens = max_tokens;
   r.get_bool("logprobs", out.logprobs);
   int32_t top = 0;
   const bool has_top = r.get_int32("top_logprobs", 0, kMaxLogprobs, top);

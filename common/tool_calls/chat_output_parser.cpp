@@ -11,9 +11,8 @@ constexpr std::string_view kCallOpen = "<tool_call>";
 constexpr std::string_view kCallClose = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 constexpr int kMaxCallDepth = 64;  // deeper model output is not parsed whole
-constexpr size_t kMaxHeaderBytes = 1024;  // a call header longer than this is not one
+constexpr size_t kMaxCallHeaderBytes = 1024;  // a call header longer than this is not one
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
@@ -38,7 +37,7 @@ enum class Match { kNeedMore, kYes, kNo };
 Match match_header(std::string_view s, size_t& consumed, std::string& name) {
   size_t i = 0;
   auto space = [&] {
-    while (i < s.size() && is_space(s[i])) ++i;
+    while (i < s.size() && is_json_space(s[i])) ++i;
   };
   // Returns kYes after consuming `w`, kNeedMore if the text ends inside it.
   auto literal = [&](std::string_view w) {
@@ -192,7 +191,7 @@ ChatOutputParser::State ChatOutputParser::content_state() const {
 bool ChatOutputParser::step() {
   if (skip_space_) {
     size_t n = 0;
-    while (n < buf_.size() && is_space(buf_[n])) ++n;
+    while (n < buf_.size() && is_json_space(buf_[n])) ++n;
     buf_.erase(0, n);
     if (buf_.empty()) return false;
     skip_space_ = false;
@@ -237,7 +236,7 @@ bool ChatOutputParser::step_start() {
     return true;
   }
   size_t p = 0;
-  while (p < buf_.size() && is_space(buf_[p])) ++p;
+  while (p < buf_.size() && is_json_space(buf_[p])) ++p;
   const std::string_view rest = std::string_view(buf_).substr(p);
   if (rest.empty() || partial_of(rest, kThinkOpen)) return false;
   if (starts_with(rest, kThinkOpen)) {
@@ -284,7 +283,7 @@ bool ChatOutputParser::step_content() {
 
 bool ChatOutputParser::step_llama_start() {
   size_t p = 0;
-  while (p < buf_.size() && is_space(buf_[p])) ++p;
+  while (p < buf_.size() && is_json_space(buf_[p])) ++p;
   const std::string_view rest = std::string_view(buf_).substr(p);
   if (rest.empty() || partial_of(rest, kPythonTag)) return false;
   if (starts_with(rest, kPythonTag)) {
@@ -304,10 +303,10 @@ bool ChatOutputParser::step_header() {
   size_t consumed = 0;
   std::string name;
   Match m = match_header(buf_, consumed, name);
-  if (m == Match::kYes && consumed > kMaxHeaderBytes) m = Match::kNo;  // same in any chunking
+  if (m == Match::kYes && consumed > kMaxCallHeaderBytes) m = Match::kNo;  // same in any chunking
   switch (m) {
     case Match::kNeedMore:
-      if (buf_.size() <= kMaxHeaderBytes) return false;
+      if (buf_.size() <= kMaxCallHeaderBytes) return false;
       state_ = hermes() ? State::kBadBlock : State::kPlain;  // no real call has such a header
       bad_scanned_ = 0;
       return true;
@@ -349,7 +348,7 @@ bool ChatOutputParser::step_arguments() {
 
 bool ChatOutputParser::step_tail() {
   size_t p = 0;
-  while (p < buf_.size() && is_space(buf_[p])) ++p;
+  while (p < buf_.size() && is_json_space(buf_[p])) ++p;
   buf_.erase(0, p);
   if (buf_.empty()) return false;
   if (!tail_brace_) {
@@ -407,7 +406,7 @@ bool ChatOutputParser::step_bad_block(bool at_end) {
 
 bool ChatOutputParser::step_llama_between() {
   size_t p = 0;
-  while (p < buf_.size() && (is_space(buf_[p]) || buf_[p] == ';')) ++p;
+  while (p < buf_.size() && (is_json_space(buf_[p]) || buf_[p] == ';')) ++p;
   if (p == buf_.size()) return false;
   buf_.erase(0, p);
   state_ = buf_[0] == '{' ? State::kHeader : State::kPlain;
@@ -451,7 +450,7 @@ void ChatOutputParser::emit_content(std::string_view text) {
   if (spec_.tool_format == ToolCallFormat::kNone) return emit(ChatEvent::Kind::kContent, text);
   if (!content_shown_) {
     held_space_.clear();
-    while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+    while (!text.empty() && is_json_space(text.front())) text.remove_prefix(1);
   }
   emit_text(ChatEvent::Kind::kContent, text, held_space_);
 }
@@ -460,7 +459,7 @@ void ChatOutputParser::emit_content(std::string_view text) {
 // the next text that is not all whitespace.
 void ChatOutputParser::emit_text(ChatEvent::Kind kind, std::string_view text, std::string& held) {
   size_t end = text.size();
-  while (end > 0 && is_space(text[end - 1])) --end;
+  while (end > 0 && is_json_space(text[end - 1])) --end;
   if (end == 0) {
     held.append(text);
     return;

@@ -5,7 +5,6 @@
 namespace sy {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_hex(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -20,7 +19,7 @@ JsonScanner::Result JsonScanner::push(char c) {
       return Result::kReject;
     case State::kValue:
     case State::kValueOrClose:
-      if (is_space(c)) return Result::kMore;
+      if (is_json_space(c)) return Result::kMore;
       if (c == ']' && state_ == State::kValueOrClose) {
         stack_.pop_back();
         return end_value();
@@ -28,7 +27,7 @@ JsonScanner::Result JsonScanner::push(char c) {
       return value_start(c);
     case State::kKeyOrClose:
     case State::kKey:
-      if (is_space(c)) return Result::kMore;
+      if (is_json_space(c)) return Result::kMore;
       if (c == '"') {
         state_ = State::kString;
         string_is_key_ = true;
@@ -40,14 +39,14 @@ JsonScanner::Result JsonScanner::push(char c) {
       }
       break;
     case State::kColon:
-      if (is_space(c)) return Result::kMore;
+      if (is_json_space(c)) return Result::kMore;
       if (c == ':') {
         state_ = State::kValue;
         return Result::kMore;
       }
       break;
     case State::kAfterValue:
-      if (is_space(c)) return Result::kMore;
+      if (is_json_space(c)) return Result::kMore;
       if (c == ',') {
         state_ = stack_.back() == '{' ? State::kKey : State::kValue;
         return Result::kMore;

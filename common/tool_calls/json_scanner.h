@@ -11,6 +11,9 @@
 
 namespace sy {
 
+// JSON's whitespace (RFC 8259: space, tab, line feed, carriage return).
+inline bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
 class JsonScanner {
  public:
   enum class Result {

@@ -42,6 +42,7 @@ if command -v ccache >/dev/null 2>&1; then
 fi
 jobs=$(nproc)
 # The tests' own sources at -O1 (tests/CMakeLists.txt: SY_TEST_FLAGS); the code under
-# test at the build type's -O3.
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSY_TEST_FLAGS=-O1 "${launcher[@]}" ${SWITCHYARD_CMAKE_ARGS:-}
+# test at the build type's -O3; the HTTP, gateway and bench-tool libraries as unity
+# sources (SWITCHYARD_UNITY, the top-level CMakeLists.txt).
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSY_TEST_FLAGS=-O1 -DSWITCHYARD_UNITY=ON "${launcher[@]}" ${SWITCHYARD_CMAKE_ARGS:-}
 cmake --build build -j"$jobs"

@@ -13,7 +13,8 @@
 # cpu: prefill of a PROMPT-token prompt and batch-1 decode of 64 tokens after it, THREADS
 #      threads both (SWITCHYARD_THREADS, llama-bench -t); Switchyard's arms det (the
 #      batch-invariant default) and fast. cuda: batch 1 and 64 with 1K prompts, as
-#      bench/gpu_table.sh. Each step has a time limit.
+#      bench/gpu_table.sh. Each step has a time limit, and types whose turn comes after
+#      BUDGET seconds (default: none) are skipped.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}; BIN=${BIN:-build-gpu/bin}; M=${MODEL_DIR:-/tmp/m}
@@ -41,6 +42,7 @@ if [ -n "${LLAMA_CPP:-}" ]; then
 fi
 for t in $TYPES; do
   f=$M/$PRESET-$t.gguf
+  if [ -n "${BUDGET:-}" ] && [ "$(since)" -gt "$BUDGET" ]; then echo "skipped $t: past BUDGET"; continue; fi
   if [ "$DEVICE" = cpu ]; then
     SWITCHYARD_THREADS=$THREADS timeout 300 $BIN/switchyard-engine-bench --model "$f" --device cpu --json \
       --prompt-tokens "$PROMPT" --decode-tokens 64 --batch 1 --repeat "$REPEAT" --arms det,fast \

@@ -6,7 +6,7 @@
 namespace sy::constrain {
 namespace {
 
-using Json = nlohmann::json;
+using SchemaJson = nlohmann::json;
 
 // Keywords that only annotate; everything else must be understood or refused.
 const std::set<std::string> kAnnotations = {"description", "title", "default", "examples", "$schema", "$id",
@@ -16,7 +16,7 @@ class Compiler {
  public:
   Compiler(SchemaGraph& g, std::string& error) : g_(g), error_(error) {}
 
-  std::optional<int32_t> node(const Json& s, const std::string& where, int depth) {
+  std::optional<int32_t> node(const SchemaJson& s, const std::string& where, int depth) {
     if (!s.is_object()) return fail(where, "a schema must be an object");
     if (depth > kMaxSchemaDepth) return fail(where, "schemas nested deeper than " + std::to_string(kMaxSchemaDepth) + " are not supported");
     for (auto it = s.begin(); it != s.end(); ++it) {
@@ -34,7 +34,7 @@ class Compiler {
     SchemaNode u;
     u.kind = NodeKind::kUnion;
     std::set<std::string> seen;
-    for (const Json& name : *t) {
+    for (const SchemaJson& name : *t) {
       if (!name.is_string()) return fail(where, "'type' must list strings");
       const std::string n = name.get<std::string>();
       if (!seen.insert(n).second) return fail(where, "'type' lists \"" + n + "\" twice");
@@ -57,7 +57,7 @@ class Compiler {
     return static_cast<int32_t>(g_.nodes.size() - 1);
   }
   // A count keyword (minItems, maxLength, ...) where it applies; false after fail().
-  bool count(const Json& s, const char* key, const std::string& where, int64_t& out) {
+  bool count(const SchemaJson& s, const char* key, const std::string& where, int64_t& out) {
     const auto it = s.find(key);
     if (it == s.end()) return true;
     if (!it->is_number_integer() || it->get<int64_t>() < 0) return fail(where, std::string("'") + key + "' must be a non-negative integer"), false;
@@ -66,7 +66,7 @@ class Compiler {
   }
   // Keywords of another type are refused (a string's maxItems would be silently ignored);
   // a list of types takes each type's keywords.
-  bool only_for(const Json& s, const std::string& type, const std::string& where) {
+  bool only_for(const SchemaJson& s, const std::string& type, const std::string& where) {
     static const std::vector<std::pair<std::string, std::string>> owner = {
         {"properties", "object"}, {"required", "object"}, {"additionalProperties", "object"}, {"items", "array"},
         {"minItems", "array"},    {"maxItems", "array"},  {"minLength", "string"},           {"maxLength", "string"}};
@@ -76,7 +76,7 @@ class Compiler {
     return true;
   }
 
-  std::optional<int32_t> typed(const Json& s, const std::string& type, const std::string& where, int depth) {
+  std::optional<int32_t> typed(const SchemaJson& s, const std::string& type, const std::string& where, int depth) {
     if (!only_for(s, type, where)) return std::nullopt;
     SchemaNode n;
     if (type == "object") return object(s, where, depth);
@@ -108,12 +108,12 @@ class Compiler {
     return add(std::move(n));
   }
 
-  std::optional<int32_t> object(const Json& s, const std::string& where, int depth) {
+  std::optional<int32_t> object(const SchemaJson& s, const std::string& where, int depth) {
     SchemaNode n;
     n.kind = NodeKind::kObject;
     if (const auto ap = s.find("additionalProperties"); ap != s.end() && !(ap->is_boolean() && !ap->get<bool>()))
       return fail(where, "'additionalProperties' other than false is not supported by constrained decoding");
-    const Json props = s.value("properties", Json::object());
+    const SchemaJson props = s.value("properties", SchemaJson::object());
     if (!props.is_object()) return fail(where, "'properties' must be an object");
     if (props.size() > static_cast<size_t>(kMaxObjectProperties))
       return fail(where, "objects with more than " + std::to_string(kMaxObjectProperties) + " properties are not supported");
@@ -129,7 +129,7 @@ class Compiler {
     for (const auto& p : n.properties) n.key_names.push_back(p.name);
     if (const auto req = s.find("required"); req != s.end()) {
       if (!req->is_array()) return fail(where, "'required' must be a list of property names");
-      for (const Json& r : *req) {
+      for (const SchemaJson& r : *req) {
         if (!r.is_string()) return fail(where, "'required' must be a list of property names");
         auto p = std::find_if(n.properties.begin(), n.properties.end(), [&](const auto& q) { return q.name == r.get<std::string>(); });
         if (p == n.properties.end()) return fail(where, "'required' names \"" + r.get<std::string>() + "\", which is not in 'properties'");
@@ -140,30 +140,30 @@ class Compiler {
     return add(std::move(n));
   }
 
-  std::optional<int32_t> literals(const Json& s, const std::string& where) {
+  std::optional<int32_t> literals(const SchemaJson& s, const std::string& where) {
     if (s.contains("enum") && s.contains("const")) return fail(where, "'enum' and 'const' together are not supported");
-    Json values = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
+    SchemaJson values = s.contains("const") ? SchemaJson::array({s["const"]}) : s["enum"];
     if (!values.is_array() || values.empty()) return fail(where, "'enum' must be a non-empty list");
     SchemaNode n;
     n.kind = NodeKind::kLiterals;
-    for (const Json& v : values) {
+    for (const SchemaJson& v : values) {
       if (v.is_object() || v.is_array()) return fail(where, "'enum' / 'const' values must be strings, numbers, booleans or null");
       if (s.contains("type") && !type_allows(s["type"], v)) return fail(where, "'enum' value " + v.dump() + " does not match 'type'");
-      n.literals.push_back(v.dump(-1, ' ', false, Json::error_handler_t::replace));
+      n.literals.push_back(v.dump(-1, ' ', false, SchemaJson::error_handler_t::replace));
     }
     std::sort(n.literals.begin(), n.literals.end());
     n.literals.erase(std::unique(n.literals.begin(), n.literals.end()), n.literals.end());
     return add(std::move(n));
   }
 
-  static bool type_allows(const Json& type, const Json& v) {
+  static bool type_allows(const SchemaJson& type, const SchemaJson& v) {
     auto one = [&](const std::string& t) {
       return (t == "string" && v.is_string()) || (t == "number" && v.is_number()) ||
              (t == "integer" && v.is_number_integer()) || (t == "boolean" && v.is_boolean()) || (t == "null" && v.is_null());
     };
     if (type.is_string()) return one(type.get<std::string>());
     if (type.is_array())
-      for (const Json& t : type)
+      for (const SchemaJson& t : type)
         if (t.is_string() && one(t.get<std::string>())) return true;
     return false;
   }

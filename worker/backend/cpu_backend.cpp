@@ -1,6 +1,9 @@
 #include "worker/backend/cpu_backend.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <cstring>
 #include <stdexcept>
@@ -14,7 +17,9 @@
 #include "kernels/cpu/norm.h"
 #include "kernels/cpu/thread_pool.h"
 #include "worker/backend/cpu_context_attention.h"
+#include "worker/backend/step_profile.h"
 #include "worker/model/decoder.h"
+#include "worker/model/observed_ops.h"
 #include "worker/parallel/communicator.h"
 
 namespace sy {
@@ -272,6 +277,62 @@ void CpuBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
     for (int64_t i = 0; i < R && n > 0; ++i)
       std::memcpy(&logits[static_cast<size_t>(i * V + v0)], &gathered_[static_cast<size_t>((r * R + i) * stride)], static_cast<size_t>(n) * sizeof(float));
   }
+}
+
+StepProfile CpuBackend::profile_step(const BatchPlan& plan, int repeats) {
+  StepProfile out;
+  const ModelConfig& c = weights_.config;
+  const auto R = static_cast<int64_t>(plan.logits_rows.size());
+  if (comm_ || cp_comm_ || repeats < 1 || R == 0) return out;
+  const std::string bad = plan.validate(block_size_, num_kv_blocks(), c.vocab);
+  SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
+  using Clock = std::chrono::steady_clock;
+  const auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<double>> op_ms;
+  std::map<std::string, int32_t> op_calls;
+  std::vector<float> logits(static_cast<size_t>(R * c.vocab));
+  for (int rep = 0; rep < repeats; ++rep) {
+    std::map<std::string, double> ms;
+    Clock::time_point t = Clock::now();
+    const auto mark = [&](const char* name) {
+      ms[name] += ms_since(t);
+      if (rep == 0 && op_calls[name]++ == 0) order.emplace_back(name);
+      t = Clock::now();
+    };
+    Step step(*this, plan);
+    ObservedOps observed(step, mark);
+    run_decoder(observed, c.n_layers, false);
+    matmul(last_.data(), weights_.output_matrix(), logits.data(), R);
+    mark("LM head");
+    for (const auto& [name, v] : ms) op_ms[name].push_back(v);
+  }
+  // What each op's weights are (per call; the KV an attention call reads is not counted).
+  const LayerWeights& L = weights_.layers[0];
+  const std::map<std::string, double> bytes = {{"QKV projection", static_cast<double>(L.wqkv.bytes())},
+                                               {"output projection", static_cast<double>(L.wo.bytes())},
+                                               {"gate/up projection", static_cast<double>(L.w_gate_up.bytes())},
+                                               {"down projection", static_cast<double>(L.w_down.bytes())},
+                                               {"LM head", static_cast<double>(weights_.output_matrix().bytes())}};
+  for (const std::string& name : order) {
+    StepProfile::Op op{name, op_calls[name], median(op_ms[name]), 0};
+    if (const auto it = bytes.find(name); it != bytes.end()) op.bytes = it->second * op.calls;
+    out.ops_ms += op.ms;
+    out.ops.push_back(std::move(op));
+  }
+  out.queued_ahead = true;  // nothing is queued on a CPU: each op runs when called
+  std::vector<double> whole;
+  for (int rep = 0; rep < repeats; ++rep) {
+    const Clock::time_point t = Clock::now();
+    forward(plan, logits);
+    whole.push_back(ms_since(t));
+  }
+  out.forward_ms = median(whole);
+  return out;
 }
 
 }  // namespace sy

@@ -30,6 +30,8 @@
 
 namespace sy {
 
+struct StepProfile;
+
 namespace cpu {
 class ThreadPool;
 }
@@ -53,6 +55,11 @@ class CpuBackend : public Backend {
   int32_t block_size() const override { return block_size_; }
   int32_t num_kv_blocks() const override { return num_blocks_ * cp_size_; }
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
+  // Where a step's time goes (worker/backend/step_profile.h): each decoder op's wall time
+  // summed over the layers, then the LM head, medians over `repeats` runs of `plan`
+  // (its KV writes included), and forward() whole. One rank only: a tensor- or
+  // context-parallel rank gives an empty profile.
+  StepProfile profile_step(const BatchPlan& plan, int repeats);
 
  private:
   class Step;  // the decoder's ops over one plan (cpu_backend.cpp)

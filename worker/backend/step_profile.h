@@ -1,5 +1,6 @@
 // Where one step's time goes (switchyard-engine-bench --profile): a measurement for
-// benchmarks, kept off the Backend interface. Only the cuda backend can tell today.
+// benchmarks, kept off the Backend interface: a single cuda device (device time per op)
+// or a single cpu rank (wall time per op).
 #pragma once
 
 #include <cstdint>
@@ -29,8 +30,8 @@ struct StepProfile {
 };
 
 // Runs `plan` (its KV writes included) `repeats` times per measurement on `backend` and
-// reports where the time goes: a single cuda device (CudaBackend::profile_step); any
-// other backend, or a group, gives an empty profile.
+// reports where the time goes: a single cuda device (CudaBackend::profile_step) or cpu
+// rank (CpuBackend::profile_step); a group gives an empty profile.
 StepProfile profile_step(Backend& backend, const BatchPlan& plan, int repeats);
 
 }  // namespace sy

@@ -19,8 +19,13 @@ constexpr uint64_t kIndexMask = 0xffffffffull;
 constexpr uint64_t kClosed = kIndexMask;  // no index is below a call's n
 // How long an idle worker spins on the call word before it sleeps: longer than the gaps
 // between the parallel calls of one decode step, short enough that an idle process
-// gives its cores back at once to anyone who wants them (it yields while it spins).
+// gives its cores back soon.
 constexpr auto kSpin = std::chrono::microseconds(300);
+// A spinning worker yields every 64 pauses; a yield that took longer than this ran
+// another thread, so the cores are oversubscribed (several worker processes on two
+// cores in CI, each with its pool) and spinning would take their time: sleep at once.
+// Measured in CI: real-worker failover tests took 2.4x as long with workers that spun.
+constexpr auto kPreempted = std::chrono::microseconds(50);
 
 uint64_t generation(uint64_t word) { return word >> 32; }
 
@@ -62,9 +67,10 @@ uint64_t ThreadPool::await_call(uint64_t seen) {
       SY_CPU_RELAX();
       continue;
     }
-    if (std::chrono::steady_clock::now() < spin_until) {
+    const auto before = std::chrono::steady_clock::now();
+    if (before < spin_until) {
       std::this_thread::yield();
-      continue;
+      if (std::chrono::steady_clock::now() - before < kPreempted) continue;
     }
     // Sleep. The wake word is read before this worker counts itself a sleeper and looks
     // at the call word once more: a caller that published after that look sees the

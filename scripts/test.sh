@@ -16,8 +16,9 @@ bash scripts/setup.sh
 # protocol code in about 60 % of the time, and the suites that compute keep their
 # speed (the template limits test took 11 s at -O1 and 123 s at -O0). It runs the unit
 # suites again, the gateway's process suites (integration, limits, resilience: a real
-# gateway over real or simulated workers, all three programs ASan builds too) and, beside
-# them, the libFuzzer targets, each for FUZZ_SECONDS on a copy of its checked-in corpus. libFuzzer's coverage instrumentation goes only into the libraries
+# gateway over real or simulated workers, all three programs ASan builds too), then the
+# libFuzzer targets, FUZZ_JOBS at a time (nproc), each for FUZZ_SECONDS on a copy of its
+# checked-in corpus. libFuzzer's coverage instrumentation goes only into the libraries
 # the fuzzers link (sy_common, sy_http), not into what the tests alone use.
 # Every ASan, LSan and UBSan report, also one from a gateway or worker process that a
 # test started (a gateway may retry past a worker that died of one), goes to a file in
@@ -32,13 +33,14 @@ bash scripts/setup.sh
 # CpuContextParallelLong.*): they are numerics checks that sample over a 151,936-token
 # vocabulary thousands of times or run 3,000-token prompts (344 s and 186 s under ASan)
 # on code paths the other ASan suites run with short prompts.
-fuzz_seconds=${FUZZ_SECONDS:-90}
+fuzz_seconds=${FUZZ_SECONDS:-45}
+fuzz_jobs=${FUZZ_JOBS:-$(nproc)}
 launcher=()
 if command -v ccache >/dev/null 2>&1; then  # scripts/setup.sh says why these settings
   launcher=("-DCMAKE_C_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;CCACHE_DEPEND=true;ccache"
             "-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;CCACHE_DEPEND=true;ccache")
 fi
-CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DSWITCHYARD_UNITY=ON \
+CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_FLAGS_RELEASE="-O0 -gline-tables-only" -DCMAKE_CXX_FLAGS_RELEASE="-O0 -gline-tables-only" \
   -DSWITCHYARD_SANITIZE=ON -DSWITCHYARD_FUZZ=ON -DSWITCHYARD_CUDA=OFF -DBUILD_TESTING=ON -DSY_TEST_FLAGS= -DSY_HOT_FLAGS=-O1 \
   "${launcher[@]}" >/dev/null
@@ -62,22 +64,6 @@ fi
 trap - EXIT
 san_logs="$PWD/build-asan/sanitizer-logs"
 rm -rf "$san_logs" && mkdir -p "$san_logs"
-# The fuzzers run beside the suites, all at once at nice 19, each for fuzz_seconds of
-# wall time: the process suites wait on sockets and timers, and the fuzzers take the
-# idle cores (they took a 90 s phase of their own after the suites before).
-run_fuzzer() {
-  local t=$1 corpus log="build-asan/$1.log"
-  corpus=$(mktemp -d)
-  cp tests/fuzz/corpus/"${t#sy_fuzz_}"/* "$corpus"/
-  local rc=0
-  nice -n 19 build-asan/bin/"$t" "$corpus" -max_total_time="$fuzz_seconds" -print_final_stats=1 >"$log" 2>&1 || rc=$?
-  rm -rf "$corpus"
-  return "$rc"
-}
-fuzz_pids=()
-echo "fuzz: ${targets[*]} for ${fuzz_seconds}s each, beside the suites"
-for t in "${targets[@]}"; do run_fuzzer "$t" & fuzz_pids+=($!); done
-trap 'kill "${fuzz_pids[@]}" 2>/dev/null || true' EXIT
 status=0
 ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:log_path="$san_logs/asan" \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path="$san_logs/ubsan" \
@@ -95,16 +81,32 @@ if [ "$findings" -gt 0 ]; then
 fi
 [ "$status" -eq 0 ] || exit "$status"
 
+# One fuzzer a core: run FUZZ_JOBS at once, each for fuzz_seconds of wall time.
+run_fuzzer() {
+  local t=$1 corpus log="build-asan/$1.log"
+  corpus=$(mktemp -d)
+  cp tests/fuzz/corpus/"${t#sy_fuzz_}"/* "$corpus"/
+  local rc=0
+  build-asan/bin/"$t" "$corpus" -max_total_time="$fuzz_seconds" -print_final_stats=1 >"$log" 2>&1 || rc=$?
+  rm -rf "$corpus"
+  return "$rc"
+}
 failed=()
-for i in "${!targets[@]}"; do
-  t=${targets[$i]}
-  if wait "${fuzz_pids[$i]}"; then
-    echo "fuzz: $t"; grep -E "^(Done|stat::number_of_executed_units)" "build-asan/$t.log" || true
-  else
-    tail -n 60 "build-asan/$t.log"
-    echo "fuzz: $t failed (full log: build-asan/$t.log; the crashing input is in the working directory)"
-    failed+=("$t")
-  fi
+for ((i = 0; i < ${#targets[@]}; i += fuzz_jobs)); do
+  batch=("${targets[@]:i:fuzz_jobs}")
+  pids=()
+  echo "fuzz: ${batch[*]} for ${fuzz_seconds}s"
+  for t in "${batch[@]}"; do run_fuzzer "$t" & pids+=($!); done
+  for j in "${!batch[@]}"; do
+    t=${batch[$j]}
+    if wait "${pids[$j]}"; then
+      echo "fuzz: $t"; grep -E "^(Done|stat::number_of_executed_units)" "build-asan/$t.log" || true
+    else
+      tail -n 60 "build-asan/$t.log"
+      echo "fuzz: $t failed (full log: build-asan/$t.log; the crashing input is in the working directory)"
+      failed+=("$t")
+    fi
+  done
 done
 [ ${#failed[@]} -eq 0 ] || exit 1
 echo "test: all passed"

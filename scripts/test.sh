@@ -40,7 +40,7 @@ if command -v ccache >/dev/null 2>&1; then  # scripts/setup.sh says why these se
   launcher=("-DCMAKE_C_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;CCACHE_DEPEND=true;ccache"
             "-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;CCACHE_DEPEND=true;ccache")
 fi
-CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release \
+CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DSWITCHYARD_UNITY=ON \
   -DCMAKE_C_FLAGS_RELEASE="-O0 -gline-tables-only" -DCMAKE_CXX_FLAGS_RELEASE="-O0 -gline-tables-only" \
   -DSWITCHYARD_SANITIZE=ON -DSWITCHYARD_FUZZ=ON -DSWITCHYARD_CUDA=OFF -DBUILD_TESTING=ON -DSY_TEST_FLAGS= -DSY_HOT_FLAGS=-O1 \
   "${launcher[@]}" >/dev/null

@@ -164,7 +164,10 @@ TEST(Simworker, TakesAtLeastTheTimeItIsToldAndCachesThePrefix) {
   ASSERT_TRUE(cold.finished) << cold.error;
   EXPECT_EQ(cold.finish.usage.cached_tokens, 0);
   EXPECT_GE(ms(cold.token_at[0]), 50 + 100 * 2.0);  // TTFT: fixed part + 100 uncached tokens
-  EXPECT_GE(ms(cold.token_at[4] - cold.token_at[0]), 4 * 20.0 - 1);
+  // The fifth token: the fixed part, the prefill and four inter-token delays, measured
+  // from the request (a gap between two received tokens shrinks when the client reads
+  // the first one late, as on a loaded CI machine: 75.8 ms for 80 once).
+  EXPECT_GE(ms(cold.token_at[4]), 50 + 100 * 2.0 + 4 * 20.0);
 
   const Generated warm = generate(w.port(), generate_body("warm", prompt, 5, 1));
   ASSERT_TRUE(warm.finished) << warm.error;

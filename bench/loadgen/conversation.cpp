@@ -7,7 +7,6 @@ namespace sy::bench {
 
 namespace {
 
-
 std::string text_of_tokens(const std::string& head, int64_t tokens) {
   const size_t want = static_cast<size_t>(static_cast<double>(tokens) * kCharsPerToken);
   return head + english_text(want > head.size() ? want - head.size() : 1);

@@ -1,6 +1,5 @@
 #include "bench/loadgen/request_record.h"
 
-#include <limits>
 
 namespace sy::bench {
 
@@ -9,7 +8,6 @@ namespace {
 double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
-
 
 }  // namespace
 

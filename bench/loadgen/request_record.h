@@ -3,8 +3,8 @@
 #pragma once
 
 #include <chrono>
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <limits>
 #include <stdexcept>
 
 #if defined(__x86_64__) || defined(__i386__)

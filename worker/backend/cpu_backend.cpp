@@ -288,10 +288,6 @@ StepProfile CpuBackend::profile_step(const BatchPlan& plan, int repeats) {
   SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
   using Clock = std::chrono::steady_clock;
   const auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
-  const auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   std::vector<std::string> order;
   std::map<std::string, std::vector<double>> op_ms;
   std::map<std::string, int32_t> op_calls;
@@ -319,7 +315,7 @@ StepProfile CpuBackend::profile_step(const BatchPlan& plan, int repeats) {
                                                {"down projection", static_cast<double>(L.w_down.bytes())},
                                                {"LM head", static_cast<double>(weights_.output_matrix().bytes())}};
   for (const std::string& name : order) {
-    StepProfile::Op op{name, op_calls[name], median(op_ms[name]), 0};
+    StepProfile::Op op{name, op_calls[name], profile_median(op_ms[name]), 0};
     if (const auto it = bytes.find(name); it != bytes.end()) op.bytes = it->second * op.calls;
     out.ops_ms += op.ms;
     out.ops.push_back(std::move(op));
@@ -331,7 +327,7 @@ StepProfile CpuBackend::profile_step(const BatchPlan& plan, int repeats) {
     forward(plan, logits);
     whole.push_back(ms_since(t));
   }
-  out.forward_ms = median(whole);
+  out.forward_ms = profile_median(whole);
   return out;
 }
 

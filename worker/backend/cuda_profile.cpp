@@ -20,12 +20,6 @@ namespace {
 // Long enough for the host to queue an eager step (hundreds of launches) behind it.
 constexpr uint64_t kHoldNs = 50'000'000;
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 double weight_bytes(const cuda::LinearWeight& w) {
   double quant = 0;
   for (int i = 0; i < w.quant_parts; ++i)
@@ -154,7 +148,7 @@ StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
     StepProfile::Op op;
     op.name = name;
     op.calls = op_calls[name];
-    op.ms = median(op_ms[name]);
+    op.ms = profile_median(op_ms[name]);
     op.bytes = bytes_per_call.count(name) ? bytes_per_call[name] * op.calls : 0;
     out.ops_ms += op.ms;
     out.ops.push_back(op);
@@ -176,7 +170,7 @@ StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
       check(cudaEventElapsedTime(&t, trail.event(0), trail.event(1)), "reading a profile event");
       ms.push_back(t);
     }
-    out.graph_ms = median(ms);
+    out.graph_ms = profile_median(ms);
   }
 
   // 3. Whole calls as the engine makes them, host wall time.
@@ -188,7 +182,7 @@ StepProfile CudaBackend::profile_step(const BatchPlan& plan, int repeats) {
       call();
       ms.push_back(now_ms() - t0);
     }
-    return median(ms);
+    return profile_median(ms);
   };
   std::vector<float> logits;
   std::vector<int32_t> ids;

@@ -3,6 +3,7 @@
 // or a single cpu rank (wall time per op).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +29,13 @@ struct StepProfile {
   double greedy_ms = 0;        // forward_sample(), every row argmax: wall time
   double sampled_ms = 0;       // forward_sample(), every row temperature 1, top-p 0.9
 };
+
+// The median of a profile's repeats (0 for none).
+inline double profile_median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 // Runs `plan` (its KV writes included) `repeats` times per measurement on `backend` and
 // reports where the time goes: a single cuda device (CudaBackend::profile_step) or cpu

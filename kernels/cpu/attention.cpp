@@ -5,12 +5,14 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/attention_kernels.h"
+#include "kernels/cpu/linear.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace sy::cpu {
-namespace {
+namespace detail {
 
-constexpr int64_t kQueriesPerTask = 16;
+namespace {
 
 // Eight independent partial sums let the compiler vectorize the reduction without
 // -ffast-math (which would reorder every other float sum too).
@@ -24,14 +26,59 @@ inline float dot(const float* a, const float* b, int n) {
   return s;
 }
 
-// One task: a run of query rows of one sequence for one KV head and the query heads
-// that share it (GQA), so each key and value is read once per group.
+float scores_scalar(const float* q, const float* k, int64_t n, int d, float scale, float* s, float running_max) {
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = dot(q, k + j * d, d) * scale;
+    running_max = std::max(running_max, s[j]);
+  }
+  return running_max;
+}
+
+void accumulate_scalar(const float* w, const float* v, int64_t n, int d, float* acc) {
+  for (int64_t j = 0; j < n; ++j)
+    for (int i = 0; i < d; ++i) acc[i] += w[j] * v[j * d + i];
+}
+
+const AttentionKernels kScalar = {scores_scalar, accumulate_scalar};
+
+}  // namespace
+
+const AttentionKernels* attention_kernels_scalar() { return &kScalar; }
+
+#if !defined(SY_LINEAR_X86)
+const AttentionKernels* attention_kernels_avx2() { return nullptr; }
+const AttentionKernels* attention_kernels_avx512() { return nullptr; }
+#endif
+
+}  // namespace detail
+
+namespace {
+
+using detail::AttentionKernels;
+
+constexpr int64_t kQueriesPerTask = 16;
+
+// One task: a run of query rows of one sequence for query heads [head_begin, head_end)
+// of one KV head's group (GQA). A whole group reads each key and value once per task;
+// a decode step with fewer groups than threads splits them into single heads. Every
+// head's arithmetic is the same either way, so a row's output does not depend on the
+// split, nor on what else is in the batch.
 struct Task {
   int32_t seq;
   int32_t kv_head;
+  int32_t head_begin;
+  int32_t head_end;
   int64_t row_begin;
   int64_t row_end;
 };
+
+const AttentionKernels& kernels() {
+  const AttentionKernels* k = nullptr;
+  const SimdLevel level = simd_level();
+  if (level >= SimdLevel::kAvx512) k = detail::attention_kernels_avx512();
+  if (!k && level >= SimdLevel::kAvx2) k = detail::attention_kernels_avx2();
+  return k ? *k : *detail::attention_kernels_scalar();
+}
 
 }  // namespace
 
@@ -54,13 +101,21 @@ void write_kv(const AttentionParams& p) {
 }
 
 void paged_attention(const AttentionParams& p, ThreadPool& pool) {
+  const int group = p.n_heads / p.n_kv_heads;
   std::vector<Task> tasks;
   for (int32_t s = 0; s < p.table.num_seqs; ++s)
     for (int32_t h = 0; h < p.n_kv_heads; ++h)
       for (int64_t r = p.cu_seqlens[s]; r < p.cu_seqlens[s + 1]; r += kQueriesPerTask)
-        tasks.push_back({s, h, r, std::min<int64_t>(r + kQueriesPerTask, p.cu_seqlens[s + 1])});
-
-  const int group = p.n_heads / p.n_kv_heads;
+        tasks.push_back(
+            {s, h, h * group, (h + 1) * group, r, std::min<int64_t>(r + kQueriesPerTask, p.cu_seqlens[s + 1])});
+  if (group > 1 && static_cast<int64_t>(tasks.size()) < 2 * pool.size()) {
+    std::vector<Task> heads;
+    for (const Task& t : tasks)
+      for (int32_t head = t.head_begin; head < t.head_end; ++head)
+        heads.push_back({t.seq, t.kv_head, head, head + 1, t.row_begin, t.row_end});
+    tasks = std::move(heads);
+  }
+  const AttentionKernels& kern = kernels();
   const int d = p.head_dim;
   const int32_t bs = p.table.block_size;
 
@@ -74,8 +129,7 @@ void paged_attention(const AttentionParams& p, ThreadPool& pool) {
     acc.resize(static_cast<size_t>(d));
     for (int64_t row = task.row_begin; row < task.row_end; ++row) {
       const int64_t n_keys = std::min<int64_t>(p.positions[row] + 1, ctx);  // causal
-      for (int g = 0; g < group; ++g) {
-        const int head = task.kv_head * group + g;
+      for (int head = task.head_begin; head < task.head_end; ++head) {
         if (n_keys <= 0) {  // a shard that holds none of this row's keys
           std::fill_n(p.out + row * static_cast<int64_t>(p.n_heads) * d + static_cast<int64_t>(head) * d, d, 0.0f);
           if (p.lse) p.lse[row * p.n_heads + head] = -INFINITY;
@@ -86,11 +140,7 @@ void paged_attention(const AttentionParams& p, ThreadPool& pool) {
         for (int64_t j0 = 0; j0 < n_keys; j0 += bs) {
           const float* k = p.cache.k + ((static_cast<int64_t>(blocks[j0 / bs]) * p.n_kv_heads + task.kv_head) * bs) * d;
           const int64_t n = std::min<int64_t>(bs, n_keys - j0);
-          for (int64_t j = 0; j < n; ++j) {
-            const float sc = dot(q, k + j * d, d) * p.scale;
-            scores[static_cast<size_t>(j0 + j)] = sc;
-            max_score = std::max(max_score, sc);
-          }
+          max_score = kern.scores(q, k, n, d, p.scale, scores.data() + j0, max_score);
         }
         double denom = 0;
         for (int64_t j = 0; j < n_keys; ++j) {
@@ -103,11 +153,7 @@ void paged_attention(const AttentionParams& p, ThreadPool& pool) {
         for (int64_t j0 = 0; j0 < n_keys; j0 += bs) {
           const float* v = p.cache.v + ((static_cast<int64_t>(blocks[j0 / bs]) * p.n_kv_heads + task.kv_head) * bs) * d;
           const int64_t n = std::min<int64_t>(bs, n_keys - j0);
-          for (int64_t j = 0; j < n; ++j) {
-            const float w = scores[static_cast<size_t>(j0 + j)];
-            const float* vj = v + j * d;
-            for (int i = 0; i < d; ++i) a[i] += w * vj[i];
-          }
+          kern.accumulate(scores.data() + j0, v, n, d, a);
         }
         float* out = p.out + row * static_cast<int64_t>(p.n_heads) * d + static_cast<int64_t>(head) * d;
         const float inv = static_cast<float>(1.0 / denom);

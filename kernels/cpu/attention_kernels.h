@@ -1,0 +1,24 @@
+// The per-head inner loops of paged_attention (attention.h), one table per SIMD level,
+// each defined in a file compiled for that level (attention_avx2.cpp,
+// attention_avx512.cpp; the scalar table in attention.cpp for any processor). The
+// level is linear()'s (simd_level() in linear.h), so one switch lowers both.
+#pragma once
+
+#include <cstdint>
+
+namespace sy::cpu::detail {
+
+struct AttentionKernels {
+  // s[j] = (q · k_j) · scale for the n keys k_j = k + j * d (contiguous rows of d
+  // floats); returns max(running_max, max_j s[j]).
+  float (*scores)(const float* q, const float* k, int64_t n, int d, float scale, float* s, float running_max);
+  // acc[i] += Σ_j w[j] · v[j * d + i] for i < d, j < n, in order of j.
+  void (*accumulate)(const float* w, const float* v, int64_t n, int d, float* acc);
+};
+
+const AttentionKernels* attention_kernels_scalar();
+// Null where the build lacks that level's file.
+const AttentionKernels* attention_kernels_avx2();
+const AttentionKernels* attention_kernels_avx512();
+
+}  // namespace sy::cpu::detail

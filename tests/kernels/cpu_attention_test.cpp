@@ -1,0 +1,203 @@
+// kernels/cpu/attention.h on every SIMD level this machine has, against float64
+// attention over the same cache: random Q/K/V, GQA groups of 1-4, head dims on and off
+// the vector widths, sequences mixing prefill chunks and decode rows over scattered
+// blocks, outputs poisoned with NaN. Then invariance: a row's output is the same bits
+// whatever else is in the batch and however many threads run it (the decode split into
+// single heads and the grouped prefill tasks must compute each head alike).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace sy::cpu {
+namespace {
+
+struct Shape {
+  int n_heads, n_kv_heads, head_dim, block_size;
+};
+
+// A batch: sequences with a context length each and the number of query rows at its
+// end (1 = a decode step), their blocks scattered over the cache.
+struct Batch {
+  Shape shape;
+  std::vector<int32_t> ctx, rows;
+  std::vector<int32_t> indptr, indices, last_len, cu, positions;
+  std::vector<float> q, k_new, v_new, k_cache, v_cache, out, lse;
+
+  Batch(Shape s, std::vector<int32_t> contexts, std::vector<int32_t> query_rows, std::mt19937& rng)
+      : shape(s), ctx(std::move(contexts)), rows(std::move(query_rows)) {
+    const int bs = s.block_size;
+    indptr = {0};
+    cu = {0};
+    int32_t blocks = 0;
+    for (size_t i = 0; i < ctx.size(); ++i) {
+      const int32_t n = (ctx[i] + bs - 1) / bs;
+      indptr.push_back(indptr.back() + n);
+      last_len.push_back(ctx[i] - (n - 1) * bs);
+      blocks += n;
+      cu.push_back(cu.back() + rows[i]);
+      for (int32_t p = ctx[i] - rows[i]; p < ctx[i]; ++p) positions.push_back(p);
+    }
+    indices.resize(static_cast<size_t>(blocks));
+    std::iota(indices.begin(), indices.end(), 0);
+    std::shuffle(indices.begin(), indices.end(), rng);
+    const auto T = static_cast<size_t>(cu.back());
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    auto fill = [&](std::vector<float>& v, size_t n) {
+      v.resize(n);
+      for (float& x : v) x = nd(rng);
+    };
+    fill(q, T * static_cast<size_t>(s.n_heads * s.head_dim));
+    fill(k_new, T * static_cast<size_t>(s.n_kv_heads * s.head_dim));
+    fill(v_new, k_new.size());
+    // Keys of earlier positions already cached: random too.
+    fill(k_cache, static_cast<size_t>(blocks) * s.n_kv_heads * bs * s.head_dim);
+    fill(v_cache, k_cache.size());
+    out.assign(T * static_cast<size_t>(s.n_heads * s.head_dim), NAN);
+    lse.assign(T * static_cast<size_t>(s.n_heads), NAN);
+  }
+
+  AttentionParams params() {
+    AttentionParams p;
+    p.n_heads = shape.n_heads;
+    p.n_kv_heads = shape.n_kv_heads;
+    p.head_dim = shape.head_dim;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+    p.q = q.data();
+    p.q_stride = static_cast<int64_t>(shape.n_heads) * shape.head_dim;
+    p.k_new = k_new.data();
+    p.v_new = v_new.data();
+    p.kv_stride = static_cast<int64_t>(shape.n_kv_heads) * shape.head_dim;
+    p.out = out.data();
+    p.lse = lse.data();
+    p.cache = {k_cache.data(), v_cache.data()};
+    p.table = {indptr.data(), indices.data(), last_len.data(), static_cast<int32_t>(ctx.size()), shape.block_size};
+    p.cu_seqlens = cu.data();
+    p.positions = positions.data();
+    return p;
+  }
+
+  // Float64 attention of query row t, head h over the cache (after write_kv).
+  void reference(int64_t t, int h, std::vector<double>& o, double& lse_out) const {
+    const Shape& s = shape;
+    int32_t seq = 0;
+    while (cu[static_cast<size_t>(seq) + 1] <= t) ++seq;
+    const int64_t n_keys = positions[static_cast<size_t>(t)] + 1;
+    const int kv = h / (s.n_heads / s.n_kv_heads);
+    const int d = s.head_dim;
+    auto key = [&](const std::vector<float>& cache, int64_t j) {
+      const int32_t block = indices[static_cast<size_t>(indptr[static_cast<size_t>(seq)] + j / s.block_size)];
+      return cache.data() + ((static_cast<int64_t>(block) * s.n_kv_heads + kv) * s.block_size + j % s.block_size) * d;
+    };
+    const float* qr = q.data() + t * s.n_heads * d + static_cast<int64_t>(h) * d;
+    std::vector<double> sc(static_cast<size_t>(n_keys));
+    double mx = -INFINITY;
+    for (int64_t j = 0; j < n_keys; ++j) {
+      double dot = 0;
+      for (int i = 0; i < d; ++i) dot += static_cast<double>(qr[i]) * key(k_cache, j)[i];
+      sc[static_cast<size_t>(j)] = dot / std::sqrt(static_cast<double>(d));
+      mx = std::max(mx, sc[static_cast<size_t>(j)]);
+    }
+    double denom = 0;
+    for (double& x : sc) denom += (x = std::exp(x - mx));
+    o.assign(static_cast<size_t>(d), 0.0);
+    for (int64_t j = 0; j < n_keys; ++j)
+      for (int i = 0; i < d; ++i) o[static_cast<size_t>(i)] += sc[static_cast<size_t>(j)] * key(v_cache, j)[i] / denom;
+    lse_out = mx + std::log(denom);
+  }
+};
+
+std::vector<SimdLevel> levels() {
+  std::vector<SimdLevel> l;
+  for (int i = 0; i <= static_cast<int>(detected_simd_level()); ++i) l.push_back(static_cast<SimdLevel>(i));
+  return l;
+}
+
+struct LevelGuard {
+  SimdLevel saved = simd_level();
+  ~LevelGuard() { set_simd_level(saved); }
+};
+
+TEST(CpuAttention, EveryLevelMatchesFloat64OnMixedBatches) {
+  const LevelGuard guard;
+  std::mt19937 rng(7);
+  ThreadPool pool(3);
+  const Shape shapes[] = {{16, 8, 128, 16}, {8, 2, 64, 16}, {4, 1, 72, 8}, {6, 6, 40, 4}, {8, 2, 256, 16}};
+  for (const SimdLevel level : levels()) {
+    ASSERT_EQ(set_simd_level(level), level);
+    for (const Shape& s : shapes) {
+      // A decode row at a block boundary, a decode row mid-block, a prefill chunk of 37
+      // rows after 50 cached tokens, and a whole prompt of 5.
+      Batch b(s, {33, 70, 87, 5}, {1, 1, 37, 5}, rng);
+      AttentionParams p = b.params();
+      write_kv(p);
+      paged_attention(p, pool);
+      std::vector<double> o;
+      double lse = 0;
+      const int64_t T = b.cu.back();
+      for (int64_t t = 0; t < T; ++t)
+        for (int h = 0; h < s.n_heads; ++h) {
+          b.reference(t, h, o, lse);
+          const float* got = b.out.data() + (t * s.n_heads + h) * s.head_dim;
+          double err = 0, norm = 0;
+          for (int i = 0; i < s.head_dim; ++i) {
+            ASSERT_FALSE(std::isnan(got[i])) << simd_level_name(level) << " row " << t << " head " << h;
+            err = std::max(err, std::fabs(got[i] - o[static_cast<size_t>(i)]));
+            norm = std::max(norm, std::fabs(o[static_cast<size_t>(i)]));
+          }
+          // float32 scores of d products and sums over ≤ 87 keys: a few ulps of the
+          // largest output per head.
+          ASSERT_LE(err, 2e-5 * std::max(norm, 1.0))
+              << simd_level_name(level) << " d=" << s.head_dim << " row " << t << " head " << h;
+          ASSERT_NEAR(b.lse[static_cast<size_t>(t * s.n_heads + h)], lse, 1e-4 * std::max(1.0, std::fabs(lse)));
+        }
+    }
+  }
+}
+
+// A decode row alone with one thread, then beside a prefill and another decode row on
+// four threads (where the decode split into single heads applies only to the first):
+// the same bits.
+TEST(CpuAttention, RowOutputIsTheSameBitsWhateverTheBatchAndThreads) {
+  const LevelGuard guard;
+  std::mt19937 rng(11);
+  const Shape s{16, 4, 128, 16};
+  ThreadPool one(1), four(4);
+  for (const SimdLevel level : levels()) {
+    set_simd_level(level);
+    Batch mixed(s, {300, 120, 41}, {1, 40, 1}, rng);
+    Batch alone = mixed;  // the first sequence on its own
+    alone.ctx = {300};
+    alone.rows = {1};
+    alone.indptr.resize(2);
+    alone.last_len.resize(1);
+    alone.cu = {0, 1};
+    alone.positions.resize(1);
+    alone.out.assign(static_cast<size_t>(s.n_heads * s.head_dim), NAN);
+    alone.lse.assign(static_cast<size_t>(s.n_heads), NAN);
+    AttentionParams pa = alone.params(), pm = mixed.params();
+    write_kv(pa);
+    paged_attention(pa, one);
+    write_kv(pm);
+    paged_attention(pm, four);
+    for (int i = 0; i < s.n_heads * s.head_dim; ++i)
+      ASSERT_EQ(alone.out[static_cast<size_t>(i)], mixed.out[static_cast<size_t>(i)]) << simd_level_name(level) << " " << i;
+    // The last decode row too, against the same batch on one thread.
+    Batch again = mixed;
+    again.out.assign(again.out.size(), NAN);
+    AttentionParams pg = again.params();
+    paged_attention(pg, one);
+    ASSERT_EQ(again.out, mixed.out) << simd_level_name(level);
+  }
+}
+
+}  // namespace
+}  // namespace sy::cpu

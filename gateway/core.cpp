@@ -138,8 +138,9 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
   rr.block_size = fleet_->size() > 0 ? fleet_->info(0).block_size : 16;
   rr.session_key = r->session_key();
   rr.now_s = clock_->now_s();
-  const auto choice = router_->choose(rr, states);
-  if (!choice || paused_) {
+  // Paused (a mode switch): nothing is placed, so the router records nothing either.
+  const auto choice = paused_ ? std::nullopt : router_->choose(rr, states);
+  if (!choice) {
     if (strict) return false;
     // Back in the queue; a full class answers 429 as at submission.
     if (!enqueue(r)) {
@@ -155,7 +156,8 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
   }
   const int64_t cached = std::min<int64_t>(static_cast<int64_t>(states[i].matched_blocks) * rr.block_size, rr.prompt_tokens);
   fleet_->dispatched(i, hashes, rr.prompt_tokens - cached);
-  ReplicaSlot slot(shared_from_this(), i, fleet_->generation(), rr.prompt_tokens - cached, states[i].pending_prefill_tokens);
+  ReplicaSlot slot(shared_from_this(), i, fleet_->generation(), rr.prompt_tokens - cached, states[i].pending_prefill_tokens,
+                   rr.session_key);
   r->dispatch(std::move(slot), fleet_->info(i), timeouts_for(r->priority_class()), hedge);
   return true;
 }
@@ -201,8 +203,10 @@ void GatewayCore::hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, in
   route(std::move(r), busy_replica, /*strict=*/true, /*hedge=*/true);
 }
 
-void GatewayCore::give_back(size_t replica, uint64_t fleet_generation, int64_t uncached_tokens, const SlotUse& use) {
-  boost::asio::dispatch(core_, [self = shared_from_this(), replica, fleet_generation, uncached_tokens, use] {
+void GatewayCore::give_back(size_t replica, uint64_t fleet_generation, int64_t uncached_tokens, uint64_t session_key,
+                            const SlotUse& use) {
+  boost::asio::dispatch(core_, [self = shared_from_this(), replica, fleet_generation, uncached_tokens, session_key, use] {
+    if (session_key != 0) self->router_->attempt_ended(session_key, self->clock_->now_s());
     Fleet& fleet = *self->fleet_;
     if (fleet_generation != fleet.generation()) return;  // a slot of an older fleet shape
     fleet.finished(replica, use.first_token, uncached_tokens, use.prompt_tokens, use.cached_tokens);

@@ -152,7 +152,8 @@ class GatewayCore : public SlotReturn, public std::enable_shared_from_this<Gatew
   AttemptTimeouts timeouts_for(PriorityClass priority) const;
 
   // SlotReturn: from any thread; counted on the core strand (at once when already there).
-  void give_back(size_t replica, uint64_t fleet_generation, int64_t uncached_tokens, const SlotUse& use) override;
+  void give_back(size_t replica, uint64_t fleet_generation, int64_t uncached_tokens, uint64_t session_key,
+                 const SlotUse& use) override;
 
  private:
   // A request's place in the admission queue, held while it waits: dropping it (the

@@ -11,6 +11,7 @@ ReplicaSlot& ReplicaSlot::operator=(ReplicaSlot&& o) noexcept {
   generation_ = o.generation_;
   uncached_tokens_ = o.uncached_tokens_;
   work_ahead_tokens_ = o.work_ahead_tokens_;
+  session_key_ = o.session_key_;
   return *this;
 }
 
@@ -19,7 +20,7 @@ void ReplicaSlot::release(const SlotUse& use) {
   // Taken out first: give_back may drop the last owner of what holds this slot.
   const std::shared_ptr<SlotReturn> to = std::move(to_);
   to_.reset();
-  to->give_back(replica_, generation_, uncached_tokens_, use);
+  to->give_back(replica_, generation_, uncached_tokens_, session_key_, use);
 }
 
 }  // namespace sy::gateway

@@ -23,8 +23,10 @@ class SlotReturn {
  public:
   virtual ~SlotReturn() = default;
   // `fleet_generation`: the fleet shape the slot was taken from (a slot of an older shape
-  // counts for nothing).
-  virtual void give_back(size_t replica, uint64_t fleet_generation, int64_t uncached_tokens, const SlotUse& use) = 0;
+  // counts for nothing); `session_key`: the request's session (0: none), whose attempt
+  // the router counts off.
+  virtual void give_back(size_t replica, uint64_t fleet_generation, int64_t uncached_tokens, uint64_t session_key,
+                         const SlotUse& use) = 0;
 };
 
 class ReplicaSlot {
@@ -33,12 +35,13 @@ class ReplicaSlot {
   // `work_ahead_tokens`: the prefill work queued on the replica when this request was
   // sent (its pending prefill tokens), which its first token also waited for.
   ReplicaSlot(std::shared_ptr<SlotReturn> to, size_t replica, uint64_t fleet_generation, int64_t uncached_tokens,
-              int64_t work_ahead_tokens = 0)
+              int64_t work_ahead_tokens = 0, uint64_t session_key = 0)
       : to_(std::move(to)),
         replica_(replica),
         generation_(fleet_generation),
         uncached_tokens_(uncached_tokens),
-        work_ahead_tokens_(work_ahead_tokens) {}
+        work_ahead_tokens_(work_ahead_tokens),
+        session_key_(session_key) {}
   ReplicaSlot(ReplicaSlot&& o) noexcept { *this = std::move(o); }
   ReplicaSlot& operator=(ReplicaSlot&& o) noexcept;
   ReplicaSlot(const ReplicaSlot&) = delete;
@@ -58,6 +61,7 @@ class ReplicaSlot {
   uint64_t generation_ = 0;
   int64_t uncached_tokens_ = 0;
   int64_t work_ahead_tokens_ = 0;
+  uint64_t session_key_ = 0;
 };
 
 }  // namespace sy::gateway

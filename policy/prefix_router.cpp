@@ -8,7 +8,11 @@
 //
 // Sessions: where clients name them (`user`), a session's first request goes to the
 // replica whose live sessions would cost it least, (sessions + 1) × its prefill cost per
-// token, and the cache decides only among those equally loaded. That keeps a multi-turn
+// token, and the cache decides only among those equally loaded. A live session has a
+// turn in flight or ended one within session_idle_s: a finished session stops weighing
+// on its replica soon after its last turn, not after the affinity TTL (in a run where
+// sessions of 5 and of 30 turns start together, the TTL kept the replicas of the short
+// ones looking full while they idled). That keeps a multi-turn
 // workload balanced: a session's later turns follow its cached context home, so where a
 // session starts decides where its work lands for its whole life, and the shared system
 // prompt a first turn matches would otherwise pull every session of an agent type onto
@@ -43,7 +47,7 @@ class PrefixRouter : public Router {
         std::ceil(options_.load_bound * static_cast<double>(total_in_flight + 1) / available));
     const bool new_session = req.session_key != 0 && is_new_session(req.session_key, req.now_s);
     const bool known_session = req.session_key != 0 && !new_session;
-    std::vector<int64_t> homes = new_session ? home_counts(replicas) : std::vector<int64_t>();
+    std::vector<int64_t> homes = new_session ? home_counts(replicas, req.now_s) : std::vector<int64_t>();
     auto pick = [&](bool bounded) -> std::optional<size_t> {
       // A session's later turn is not held to the in-flight bound: moving it recomputes
       // its whole context (tens of thousands of tokens in an agent's late turns), which
@@ -79,32 +83,49 @@ class PrefixRouter : public Router {
     // Everyone over a bound (a burst on few replicas): fall back to pure cost.
     auto best = pick(true);
     if (!best) best = pick(false);
-    if (best && req.session_key != 0) sessions_[req.session_key] = {replicas[*best].id_hash, req.now_s};
+    if (best && req.session_key != 0) {
+      Session& s = sessions_[req.session_key];
+      s.replica_id_hash = replicas[*best].id_hash;
+      s.last_s = req.now_s;
+      ++s.in_flight;
+    }
     return best;
+  }
+
+  void attempt_ended(uint64_t session_key, double now_s) override {
+    auto it = sessions_.find(session_key);
+    if (it == sessions_.end()) return;
+    if (it->second.in_flight > 0) --it->second.in_flight;
+    it->second.last_s = now_s;
   }
 
  private:
   struct Session {
-    uint64_t replica_id_hash;
-    double last_s;
+    uint64_t replica_id_hash = 0;
+    double last_s = 0;      // when its last turn was sent or ended
+    int32_t in_flight = 0;  // its attempts placed and not ended
   };
 
   // The cost of a replica's live sessions with one more: a slow replica's count weighs more.
   static double home_load(const ReplicaState& r, int64_t homes) { return static_cast<double>(homes + 1) * r.prefill_s_per_token; }
 
-  // True when `key` has no live session; forgets sessions not seen for the TTL (swept at
-  // most once a second, so the table holds the sessions of the last TTL).
+  // True when `key` is not remembered; forgets sessions idle for the TTL (swept at most
+  // once a second, so the table holds the sessions of the last TTL).
   bool is_new_session(uint64_t key, double now_s) {
     if (now_s >= next_sweep_s_) {
       next_sweep_s_ = now_s + 1;
-      std::erase_if(sessions_, [&](const auto& kv) { return now_s - kv.second.last_s > options_.session_ttl_s; });
+      std::erase_if(sessions_, [&](const auto& kv) {
+        return kv.second.in_flight == 0 && now_s - kv.second.last_s > options_.session_ttl_s;
+      });
     }
     return !sessions_.contains(key);
   }
 
-  std::vector<int64_t> home_counts(std::span<const ReplicaState> replicas) const {
+  // Live sessions per replica: a turn in flight, or one that ended within the idle window.
+  std::vector<int64_t> home_counts(std::span<const ReplicaState> replicas, double now_s) const {
     std::unordered_map<uint64_t, int64_t> by_id;
-    for (const auto& [key, s] : sessions_) ++by_id[s.replica_id_hash];
+    for (const auto& [key, s] : sessions_)
+      if (s.in_flight > 0 || now_s - s.last_s <= options_.session_idle_s) ++by_id[s.replica_id_hash];
     std::vector<int64_t> homes(replicas.size(), 0);
     for (size_t i = 0; i < replicas.size(); ++i) {
       auto it = by_id.find(replicas[i].id_hash);

@@ -38,14 +38,21 @@ class Router {
   virtual const char* name() const = 0;
   // Index into `replicas` of the chosen one, or nullopt when none is available.
   virtual std::optional<size_t> choose(const RouteRequest& req, std::span<const ReplicaState> replicas) = 0;
+  // An attempt that choose() placed for this session (session_key != 0) has ended, however
+  // it ended; a policy that weighs live sessions counts it off.
+  virtual void attempt_ended(uint64_t /*session_key*/, double /*now_s*/) {}
 };
 
 struct RouterOptions {
   double load_bound = 1.25;      // a replica takes at most load_bound × the mean load (+1)
   double tie_tolerance_s = 0.002;  // predicted TTFTs this close count as equal
-  // The prefix router remembers where each session (a request's session_key) went: a
-  // session not seen for this long is gone, and no longer counts as a replica's load.
+  // The prefix router remembers where each session (a request's session_key) went, for
+  // this long after its last turn: a later turn within it goes home by cache cost.
   double session_ttl_s = 120;
+  // A session counts as its home's load while a turn of it is in flight and for this long
+  // after its last turn ended (the think time before the next one); past that it is
+  // finished or idle and no longer keeps new sessions away from that replica.
+  double session_idle_s = 15;
 };
 
 // "prefix" (default), "approximate" (the prefix router; the caller fills matched_blocks

@@ -125,6 +125,7 @@ TEST(PrefixRouter, GoneSessionsStopCountingAndSlowReplicasGetNoNewSessions) {
   two[1].prefill_s_per_token = 5e-3;  // replica 1 is five times slower
   std::map<size_t, int> first;
   for (uint64_t s = 1; s <= 10; ++s) ++first[*router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = s, .now_s = 0}, two)];
+  for (uint64_t s = 1; s <= 10; ++s) router->attempt_ended(s, 1);
   // (sessions + 1) × cost: the slow replica takes a session when the fast one holds 5
   // (6 × 1 ms > 1 × 5 ms), and its second only past 9.
   EXPECT_EQ(first[0], 9);
@@ -134,6 +135,36 @@ TEST(PrefixRouter, GoneSessionsStopCountingAndSlowReplicasGetNoNewSessions) {
   for (uint64_t s = 11; s <= 14; ++s) ++later[*router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = s, .now_s = 100}, two)];
   EXPECT_EQ(later[0], 4);
   EXPECT_EQ(later[1], 0);
+}
+
+// A session weighs on its home while a turn is in flight and for session_idle_s after
+// one ended; an idle or finished one no longer keeps new sessions away, yet its next
+// turn still goes home (the TTL keeps where it lives).
+TEST(PrefixRouter, OnlyLiveSessionsWeighOnTheirHome) {
+  SplitMixRandom rnd(9);
+  auto router = make_router("prefix", {.session_ttl_s = 120, .session_idle_s = 10}, rnd);
+  const std::vector<ReplicaState> two = {replica(1), replica(2)};
+  auto first_turn = [&](uint64_t s, double now) {
+    return *router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = s, .now_s = now}, two);
+  };
+  // Session 1 goes where the tie-break sends key 7 between empty replicas (f); session
+  // 2 to the other one (o), and its turn ends at 5 s; session 1's stays in flight.
+  const size_t f = first_turn(1, 0), o = first_turn(2, 0);
+  ASSERT_NE(f, o);
+  router->attempt_ended(2, 5);
+  // At 12 s session 2 ended 7 s ago: still live, one session each, the tie-break: f.
+  EXPECT_EQ(first_turn(3, 12), f);
+  // At 13 s f holds two, o one: o; that turn ends at 14 s.
+  EXPECT_EQ(first_turn(4, 13), o);
+  router->attempt_ended(4, 14);
+  // At 30 s sessions 2 and 4 are idle while 1 and 3, sent 30 and 18 s ago, are still in
+  // flight: o is emptier. (Counting every session the TTL remembers, or sessions by when
+  // they were last sent, would tie them and send it to f.)
+  EXPECT_EQ(first_turn(5, 30), o);
+  // Session 2 returns at 100 s, idle 95 s but within the TTL: home, where its context is.
+  std::vector<ReplicaState> cached = two;
+  cached[o].matched_blocks = 60;
+  EXPECT_EQ(router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = 2, .now_s = 100}, cached), o);
 }
 
 TEST(BaselineRouters, RoundRobinAndLeastLoaded) {

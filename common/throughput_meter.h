@@ -1,7 +1,8 @@
 // Tokens per second over a sliding window, from a worker's cumulative counters, sampled
 // whenever someone asks (a /metrics scrape, the serve log's timer): tokens generated, and
-// prompt tokens that had to be computed (accepted prompt tokens not served from the
-// prefix cache). The time is passed in, so tests drive it.
+// prompt tokens computed (counted as their chunks run: a rate from prompts accepted minus
+// cache hits went negative when a prompt was accepted in one window and its hits were
+// known in the next). The time is passed in, so tests drive it.
 #pragma once
 
 #include <cstdint>
@@ -16,14 +17,14 @@ class ThroughputMeter {
 
   struct Rates {
     double generated_per_s = 0;
-    double prompt_per_s = 0;  // uncached prompt tokens
+    double prompt_per_s = 0;  // prompt tokens computed
     double span_s = 0;        // the time the rates are over (0: not enough samples yet)
   };
 
   // Records the counters at `now_s` (seconds on a monotonic clock) and returns the rates
   // since the oldest sample no older than the window (one sample older is kept as the
   // window's start). Thread-safe.
-  Rates sample(double now_s, int64_t generated_total, int64_t uncached_prompt_total);
+  Rates sample(double now_s, int64_t generated_total, int64_t prefill_total);
 
  private:
   struct Sample {

@@ -6,8 +6,7 @@ namespace sy {
 
 ThroughputMeter::Rates sample_throughput(ThroughputMeter& meter, const WorkerStats& st) {
   const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  return meter.sample(now, st.generation_tokens_total.load(),
-                      st.prompt_tokens_total.load() - st.prefix_cache_hit_tokens_total.load());
+  return meter.sample(now, st.generation_tokens_total.load(), st.prefill_tokens_total.load());
 }
 
 WorkerMetrics register_worker_metrics(MetricsRegistry& m, const WorkerStats& st,
@@ -30,6 +29,9 @@ WorkerMetrics register_worker_metrics(MetricsRegistry& m, const WorkerStats& st,
           "Prompt tokens served from the prefix cache.", st.prefix_cache_hit_tokens_total);
   counter("switchyard_worker_prompt_tokens_total", "Prompt tokens of accepted requests.",
           st.prompt_tokens_total);
+  counter("switchyard_worker_prefill_tokens_total",
+          "Prompt tokens computed (recomputation after preemption included, cached ones not).",
+          st.prefill_tokens_total);
   counter("switchyard_worker_generation_tokens_total", "Tokens generated.",
           st.generation_tokens_total);
   counter("switchyard_worker_requests_finished_total",
@@ -47,7 +49,7 @@ WorkerMetrics register_worker_metrics(MetricsRegistry& m, const WorkerStats& st,
   m.gauge_fn("switchyard_worker_generation_tokens_per_second", "Tokens generated per second over the last 10 s.",
              [meter = out.throughput, &st] { return sample_throughput(*meter, st).generated_per_s; });
   m.gauge_fn("switchyard_worker_prompt_tokens_per_second",
-             "Prompt tokens computed per second (accepted, not from the prefix cache) over the last 10 s.",
+             "Prompt tokens computed per second (cached ones not) over the last 10 s.",
              [meter = out.throughput, &st] { return sample_throughput(*meter, st).prompt_per_s; });
   const char* routes[kNumWorkerRoutes] = {"/v1/completions", "/v1/chat/completions",
                                           "/internal/generate", "/internal/kv-events"};

@@ -22,6 +22,9 @@ struct WorkerStats {
   std::atomic<int64_t> kv_blocks_total{0};
   std::atomic<int64_t> prefix_cache_hit_tokens_total{0};
   std::atomic<int64_t> prompt_tokens_total{0};
+  // Prompt tokens computed, as their chunks run (a preempted request's recomputation
+  // counts again; cached tokens never): what "tok/s of prompt computed" measures.
+  std::atomic<int64_t> prefill_tokens_total{0};
   std::atomic<int64_t> generation_tokens_total{0};
   std::atomic<int64_t> requests_finished_total{0};
   std::atomic<int64_t> requests_aborted_total{0};

@@ -78,6 +78,7 @@ void SimRequest::begin(int32_t cached_tokens) {
 void SimRequest::first_token() {
   ctx_.engine.computed(*this, tokens_);
   ctx_.engine.stats().prefix_cache_hit_tokens_total += cached_tokens_;
+  ctx_.engine.stats().prefill_tokens_total += static_cast<int64_t>(start_tokens_.size()) - cached_tokens_;
   next_token();
 }
 

@@ -105,12 +105,15 @@ TEST(Engine, PrefixCacheSharesBlocksKeepsOutputAndPublishesHashes) {
   auto sub = engine->kv_events().subscribe(nullptr);  // events queue up until drained
   const auto a_run = run_one(*engine, greedy_request("a", a, 8, nullptr));
   EXPECT_EQ(a_run->wait().cached_tokens, 0);
+  EXPECT_EQ(engine->stats().prefill_tokens_total.load(), static_cast<int64_t>(a.size()));
   const auto b_warm = run_one(*engine, greedy_request("b", b, 8, nullptr));
   const FinishEvent fb = b_warm->wait();
   EXPECT_GE(fb.cached_tokens, 512);
   EXPECT_EQ(fb.cached_tokens, 592);  // 37 full blocks of the shared 600 tokens
   EXPECT_EQ(b_warm->ids(), b_cold->ids());
   EXPECT_GE(engine->stats().prefix_cache_hit_tokens_total.load(), 592);
+  // Only b's 12 uncached tokens were computed (what the serve log's prompt rate counts).
+  EXPECT_EQ(engine->stats().prefill_tokens_total.load(), static_cast<int64_t>(a.size() + b.size() - 592));
 
   // The hashes of a's full blocks were announced as stored.
   const std::vector<KvEvent> events = sub->drain();

@@ -176,6 +176,8 @@ class Engine::Impl {
       engine.backend_->forward(plan, logits);
     scheduler.complete(sched);
     ++engine.stats_.steps_total;
+    for (const ScheduledSeq& e : sched.entries)
+      if (!e.decode) engine.stats_.prefill_tokens_total += e.num_tokens;
 
     const int32_t vocab = engine.backend_->config().vocab;
     size_t row = 0;

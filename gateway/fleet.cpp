@@ -5,7 +5,6 @@
 namespace sy::gateway {
 
 namespace {
-constexpr double kCostSmoothing = 0.2;  // EWMA weight of a new prefill-cost sample
 constexpr auto kEventsRetry = std::chrono::milliseconds(500);
 }  // namespace
 
@@ -130,11 +129,12 @@ std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix
   // those that have: with the fixed default instead, a router comparing costs starved it
   // (measured: with llama3-8b on an H200 the default was ten times the measured cost, and
   // one of four replicas never got a session, so it never measured one either).
-  double measured_sum = 0;
+  double measured_sum = 0, latency_sum = 0;
   int measured = 0;
   for (size_t i = 0; i < infos_.size(); ++i)
     if (loads_[i].cost_samples > 0 && usable(i)) {
       measured_sum += loads_[i].prefill_s_per_token;
+      latency_sum += loads_[i].first_token_latency_s;
       ++measured;
     }
   for (size_t i = 0; i < infos_.size(); ++i) {
@@ -146,7 +146,9 @@ std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix
     s.in_flight = l.in_flight;
     s.capacity = r.max_num_seqs;
     s.pending_prefill_tokens = l.pending_prefill_tokens;
-    s.prefill_s_per_token = l.cost_samples == 0 && measured > 0 ? measured_sum / measured : l.prefill_s_per_token;
+    const bool mean = l.cost_samples == 0 && measured > 0;
+    s.prefill_s_per_token = mean ? measured_sum / measured : l.prefill_s_per_token;
+    s.first_token_latency_s = mean ? latency_sum / measured : l.first_token_latency_s;
     s.matched_blocks = s.available ? matched_blocks(i, prefix_hashes) : 0;
   }
   return out;
@@ -203,10 +205,11 @@ void Fleet::first_token(size_t i, int64_t uncached_tokens, double ttft_s, int64_
   // tokens alone would count the queue twice (the router adds the pending tokens).
   const int64_t work = uncached_tokens + std::max<int64_t>(0, work_ahead_tokens);
   if (uncached_tokens >= 16) {  // short prompts measure overheads more than prefill
-    const double sample = ttft_s / static_cast<double>(work);
     // The first sample replaces the default outright: the default is a guess, and a
     // replica still at it must not look slower (or faster) than measured ones for long.
-    l.prefill_s_per_token = l.cost_samples == 0 ? sample : (1 - kCostSmoothing) * l.prefill_s_per_token + kCostSmoothing * sample;
+    l.ttft_fit.add(static_cast<double>(work), ttft_s);
+    l.prefill_s_per_token = l.ttft_fit.per_token_s();
+    l.first_token_latency_s = l.ttft_fit.latency_s();
     ++l.cost_samples;
   }
 }

@@ -18,14 +18,19 @@
 #include "policy/clock.h"
 #include "policy/prefix_index.h"
 #include "policy/router.h"
+#include "policy/ttft_fit.h"
 
 namespace sy::gateway {
 
 struct ReplicaLoad {
   int32_t in_flight = 0;
   int64_t pending_prefill_tokens = 0;
-  double prefill_s_per_token = 1e-3;  // EWMA of measured TTFT per token of prefill work
-  int64_t cost_samples = 0;           // first tokens that measured it (0: the default above)
+  // Its time to first token, latency + work × per token, fitted from its first tokens;
+  // until one arrives, 1 ms a token and no latency.
+  policy::TtftFit ttft_fit;
+  double prefill_s_per_token = 1e-3;
+  double first_token_latency_s = 0;
+  int64_t cost_samples = 0;  // first tokens that measured it (0: the defaults above)
   bool events_connected = false;
   uint64_t events_seq = 0;
   int64_t requests_total = 0;

@@ -1,6 +1,7 @@
-// Prefix-aware routing: the replica with the lowest predicted time to first token,
-// (queued prefill work + this prompt's uncached tokens) × its measured prefill cost per
-// token (measured from real first tokens, so a slow replica costs more), among replicas
+// Prefix-aware routing: the replica with the lowest predicted time to first token, its
+// fixed latency + (queued prefill work + this prompt's uncached tokens) × its prefill
+// cost per token (both fitted from real first tokens, policy/ttft_fit.h, so a slow
+// replica costs more), among replicas
 // under the in-flight bound (nobody takes more than load_bound × the mean, counting this
 // request; a named session's later turns are exempt, see below). Equal predictions are broken by rendezvous hashing of the prompt's first
 // block, so a prefix keeps landing on the same replica and losing a replica moves only
@@ -12,7 +13,8 @@
 // turn in flight or ended one within session_idle_s: a finished session stops weighing
 // on its replica soon after its last turn, not after the affinity TTL (in a run where
 // sessions of 5 and of 30 turns start together, the TTL kept the replicas of the short
-// ones looking full while they idled). That keeps a multi-turn
+// ones looking full while they idled). A session's home is weighed by the per-token cost
+// alone: a replica's fixed latency adds to each of its turns but not to its capacity. That keeps a multi-turn
 // workload balanced: a session's later turns follow its cached context home, so where a
 // session starts decides where its work lands for its whole life, and the shared system
 // prompt a first turn matches would otherwise pull every session of an agent type onto
@@ -65,7 +67,8 @@ class PrefixRouter : public Router {
         const ReplicaState& r = replicas[i];
         if (!eligible(r) || (!homes.empty() && home_load(r, homes[i]) > min_home_load * (1 + 1e-9))) continue;
         const int64_t cached = std::min<int64_t>(static_cast<int64_t>(r.matched_blocks) * req.block_size, req.prompt_tokens);
-        cost[i] = static_cast<double>(r.pending_prefill_tokens + req.prompt_tokens - cached) * r.prefill_s_per_token;
+        cost[i] = r.first_token_latency_s +
+                  static_cast<double>(r.pending_prefill_tokens + req.prompt_tokens - cached) * r.prefill_s_per_token;
         min_cost = std::min(min_cost, cost[i]);
       }
       std::optional<size_t> best;

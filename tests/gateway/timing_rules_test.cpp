@@ -64,6 +64,23 @@ TEST(PrefillCost, MeasuredOverTheWorkAheadToo) {
   EXPECT_NEAR(fleet.states({}, false)[1].prefill_s_per_token, 1e-4, 1e-12);  // its first sample, whole
 }
 
+// A replica whose first tokens all carry a fixed 0.5 s (a slow link) is seen with that
+// latency and the per-token cost it really has, not a per-token cost inflated by it.
+TEST(PrefillCost, AFixedLatencyIsFittedApartFromThePerTokenCost) {
+  Harness h;
+  Fleet& fleet = h.core->fleet();
+  for (int i = 0; i < 40; ++i) {
+    const int64_t work = 500 + 1000 * (i % 8);
+    fleet.first_token(0, work, 0.5 + work * 1e-4);
+  }
+  const auto states = fleet.states({}, false);
+  EXPECT_NEAR(states[0].first_token_latency_s, 0.5, 1e-6);
+  EXPECT_NEAR(states[0].prefill_s_per_token, 1e-4, 1e-9);
+  // Replica 1, unmeasured, is taken at the measured mean of both.
+  EXPECT_NEAR(states[1].first_token_latency_s, 0.5, 1e-6);
+  EXPECT_NEAR(states[1].prefill_s_per_token, 1e-4, 1e-9);
+}
+
 // A batch request queued at the start and a standard one `waited` seconds later: is the
 // batch one sent first when the only slot frees? It climbs a class per queues.aging_s
 // (10 s by default) on the core's clock, keeping its arrival time within its new class.

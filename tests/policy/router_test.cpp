@@ -167,6 +167,24 @@ TEST(PrefixRouter, OnlyLiveSessionsWeighOnTheirHome) {
   EXPECT_EQ(router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = 2, .now_s = 100}, cached), o);
 }
 
+// Replica 0 adds a fixed 0.5 s to every first token and computes as fast as replica 1:
+// a request without a session goes to replica 1 (lower predicted TTFT), and new sessions
+// still split evenly, since the latency costs each turn there but no capacity.
+TEST(PrefixRouter, AFixedLatencyCostsTurnsNotSessions) {
+  SplitMixRandom rnd(13);
+  auto router = make_router("prefix", {}, rnd);
+  std::vector<ReplicaState> two = {replica(1), replica(2)};
+  for (auto& r : two) r.prefill_s_per_token = 1e-4;
+  two[0].first_token_latency_s = 0.5;
+  for (uint64_t key = 1; key <= 20; ++key)
+    EXPECT_EQ(router->choose({.affinity_key = key, .prompt_tokens = 2000}, two), 1u) << key;
+  std::map<size_t, int> homes;
+  for (uint64_t s = 1; s <= 10; ++s)
+    ++homes[*router->choose({.affinity_key = 7, .prompt_tokens = 2000, .session_key = s, .now_s = 0}, two)];
+  EXPECT_EQ(homes[0], 5);
+  EXPECT_EQ(homes[1], 5);
+}
+
 TEST(BaselineRouters, RoundRobinAndLeastLoaded) {
   SplitMixRandom rnd(7);
   auto rr = make_router("round_robin", {}, rnd);

@@ -1,0 +1,91 @@
+// paged_attention's inner loops (attention_kernels.h), written once over a vector-traits
+// type V and included only by the per-level files (attention_avx2.cpp,
+// attention_avx512.cpp), each compiled with its own target flags. Everything here has
+// internal linkage, so each file keeps its own copy compiled for its own level.
+//
+// V: `F` (the register type), kWidth floats in it, zero(), load(p), store(p, v), set1(x),
+// fma(a, b, c) = a·b + c, add(a, b), hsum(v).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/cpu/attention_kernels.h"
+
+namespace sy::cpu::detail {
+namespace {
+
+// Two accumulators, as attention_scores() keeps for each of its four keys; the tail
+// loops take a head dimension that is not a multiple of 2·kWidth.
+template <class V>
+float attention_dot(const float* a, const float* b, int d) {
+  constexpr int W = V::kWidth;
+  typename V::F s0 = V::zero(), s1 = V::zero();
+  int i = 0;
+  for (; i + 2 * W <= d; i += 2 * W) {
+    s0 = V::fma(V::load(a + i), V::load(b + i), s0);
+    s1 = V::fma(V::load(a + i + W), V::load(b + i + W), s1);
+  }
+  for (; i + W <= d; i += W) s0 = V::fma(V::load(a + i), V::load(b + i), s0);
+  float s = V::hsum(V::add(s0, s1));
+  for (; i < d; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Four keys at a time: their independent sums hide the FMA latency that one key's short
+// reduction (d / kWidth FMAs) cannot. Each key's sum is the same as attention_dot()'s.
+template <class V>
+float attention_scores(const float* q, const float* k, int64_t n, int d, float scale, float* s, float running_max) {
+  constexpr int W = V::kWidth;
+  int64_t j = 0;
+  if (d % (2 * W) == 0) {
+    for (; j + 4 <= n; j += 4) {
+      const float* k0 = k + j * d;
+      typename V::F a[4][2];
+      for (int r = 0; r < 4; ++r) a[r][0] = a[r][1] = V::zero();
+      for (int i = 0; i < d; i += 2 * W) {
+        const typename V::F q0 = V::load(q + i), q1 = V::load(q + i + W);
+        for (int r = 0; r < 4; ++r) {
+          a[r][0] = V::fma(q0, V::load(k0 + r * d + i), a[r][0]);
+          a[r][1] = V::fma(q1, V::load(k0 + r * d + i + W), a[r][1]);
+        }
+      }
+      for (int r = 0; r < 4; ++r) {
+        s[j + r] = V::hsum(V::add(a[r][0], a[r][1])) * scale;
+        running_max = std::max(running_max, s[j + r]);
+      }
+    }
+  }
+  for (; j < n; ++j) {
+    s[j] = attention_dot<V>(q, k + j * d, d) * scale;
+    running_max = std::max(running_max, s[j]);
+  }
+  return running_max;
+}
+
+// R registers of acc (R · kWidth floats) stay live across the keys.
+template <class V, int R>
+void accumulate_chunk(const float* w, const float* v, int64_t n, int d, float* acc) {
+  constexpr int W = V::kWidth;
+  typename V::F a[R];
+  for (int r = 0; r < R; ++r) a[r] = V::load(acc + W * r);
+  for (int64_t j = 0; j < n; ++j) {
+    const typename V::F wj = V::set1(w[j]);
+    for (int r = 0; r < R; ++r) a[r] = V::fma(wj, V::load(v + j * d + W * r), a[r]);
+  }
+  for (int r = 0; r < R; ++r) V::store(acc + W * r, a[r]);
+}
+
+template <class V>
+void attention_accumulate(const float* w, const float* v, int64_t n, int d, float* acc) {
+  constexpr int W = V::kWidth;
+  int i = 0;
+  for (; i + 8 * W <= d; i += 8 * W) accumulate_chunk<V, 8>(w, v + i, n, d, acc + i);
+  for (; i + 4 * W <= d; i += 4 * W) accumulate_chunk<V, 4>(w, v + i, n, d, acc + i);
+  for (; i + W <= d; i += W) accumulate_chunk<V, 1>(w, v + i, n, d, acc + i);
+  for (; i < d; ++i)
+    for (int64_t j = 0; j < n; ++j) acc[i] += w[j] * v[j * d + i];
+}
+
+}  // namespace
+}  // namespace sy::cpu::detail

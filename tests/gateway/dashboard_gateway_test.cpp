@@ -208,6 +208,17 @@ TEST(DashboardGateway, DrawsTheHistoryOfASimulatedGpuFleet) {
     if (w.is_array() && w.size() >= 3 && w[w.size() - 1].is_number() && w[w.size() - 2].is_number() && w[w.size() - 3].is_number()) break;
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no power history for GPU 0: " << h.dump();
   }
+  // ... and two points in a row with prompts in them, for a hit-rate line: a point is a
+  // second, and four quick requests may all fall in one (CI failed on that once).
+  for (int i = 0;; ++i) {
+    const json hit = http_request(gw.admin_port(), "GET", "/admin/history").json()["prefix_hit_rate"];
+    bool line = false;
+    for (size_t k = 1; k < hit.size(); ++k) line = line || (hit[k].is_number() && hit[k - 1].is_number());
+    if (line) break;
+    ASSERT_LT(i, 100) << "no two hit-rate points in a row: " << hit.dump();
+    EXPECT_EQ(post_json(gw.port(), "/v1/completions", {{"prompt", "more " + std::to_string(i)}, {"max_tokens", 16}}).status, 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
 
   const std::string url = "http://127.0.0.1:" + std::to_string(gw.admin_port()) + "/dashboard";
   const std::string dom = dump_dom(url);

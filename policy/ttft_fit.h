@@ -12,8 +12,9 @@ namespace sy::policy {
 
 class TtftFit {
  public:
+  TtftFit() = default;  // smoothing 0.2
   // `smoothing`: the weight of a new sample; older ones fade by (1 - smoothing) each.
-  explicit TtftFit(double smoothing = 0.2) : keep_(1 - smoothing) {}
+  explicit TtftFit(double smoothing) : keep_(1 - smoothing) {}
 
   // One first token: `work_tokens` of prefill it waited for (its own uncached tokens and
   // those queued ahead), `ttft_s` from sending to its arrival.
@@ -29,7 +30,7 @@ class TtftFit {
  private:
   void refit();
 
-  double keep_;
+  double keep_ = 0.8;
   double w_ = 0, x_ = 0, y_ = 0, xx_ = 0, xy_ = 0;  // exponentially weighted sums
   int64_t samples_ = 0;
   double per_token_s_ = 0, latency_s_ = 0;

@@ -14,7 +14,8 @@
 // on its replica soon after its last turn, not after the affinity TTL (in a run where
 // sessions of 5 and of 30 turns start together, the TTL kept the replicas of the short
 // ones looking full while they idled). A session's home is weighed by the per-token cost
-// alone: a replica's fixed latency adds to each of its turns but not to its capacity. That keeps a multi-turn
+// alone: a replica's fixed latency adds to each of its turns but not to its capacity.
+// That keeps a multi-turn
 // workload balanced: a session's later turns follow its cached context home, so where a
 // session starts decides where its work lands for its whole life, and the shared system
 // prompt a first turn matches would otherwise pull every session of an agent type onto

@@ -9,7 +9,9 @@
 // --arms compares variants in one process, their repeats interleaved. Each arm is a
 // '+'-joined list of BackendTuning choices (worker/backend/backend.h; bench/ is the only
 // place that sets them): gemvN (cuda: bf16 products of up to N rows on the GEMV kernel;
-// 0: cuBLASLt only), pwN (cuda: N warps per prefill attention CTA, 4 or 8), pdl / nopdl
+// 0: cuBLASLt only), qgemmN (cuda: quantized products of 9..N rows on the quantized
+// GEMM, N <= 64; qgemm0: expanded to bf16 for cuBLASLt past the GEMV), pwN (cuda: N
+// warps per prefill attention CTA, 4 or 8), pdl / nopdl
 // (cuda: programmatic dependent launch on or off), mmasync / wgmma (cuda: the prefill
 // attention kernel; wgmma by default where available), host (fp32 logits copied to the
 // host and the argmax taken there, EngineOptions::device_sampling off; default: on the
@@ -129,6 +131,7 @@ int main(int argc, char** argv) {
     struct Arm {
       std::string label;
       int32_t gemv_rows = BackendTuning{}.gemv_max_rows;
+      int32_t qgemm_rows = BackendTuning{}.quant_gemm_max_rows;
       int32_t prefill_warps = 0;
       bool pdl = BackendTuning{}.programmatic_launch;
       int32_t attention_kernel = BackendTuning{}.prefill_attention_kernel;
@@ -160,9 +163,11 @@ int main(int argc, char** argv) {
           arm.prefill_warps = part[2] - '0';
         else if (part.rfind("gemv", 0) == 0 && part.size() > 4 && part.find_first_not_of("0123456789", 4) == std::string::npos)
           arm.gemv_rows = std::stoi(part.substr(4));
+        else if (part.rfind("qgemm", 0) == 0 && part.size() > 5 && part.find_first_not_of("0123456789", 5) == std::string::npos)
+          arm.qgemm_rows = std::stoi(part.substr(5));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (fast, det, detrowsN, gemvN, pw4, pw8, pdl, nopdl, mmasync, wgmma, host, default)");
+                                "' (fast, det, detrowsN, gemvN, qgemmN, pw4, pw8, pdl, nopdl, mmasync, wgmma, host, default)");
       }
       arms.push_back(arm);
     }
@@ -175,6 +180,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> backend_labels;
     for (Arm& arm : arms) {
       const std::string key = "gemv" + std::to_string(arm.gemv_rows) +
+                              (arm.qgemm_rows != BackendTuning{}.quant_gemm_max_rows ? "+qgemm" + std::to_string(arm.qgemm_rows) : "") +
                               (arm.prefill_warps ? "+pw" + std::to_string(arm.prefill_warps) : "") +
                               (arm.pdl ? "" : "+nopdl") +
                               (arm.attention_kernel != BackendTuning{}.prefill_attention_kernel
@@ -191,6 +197,7 @@ int main(int argc, char** argv) {
       opt.max_num_seqs = max_batch;
       opt.max_step_tokens = max_batch * prompt_tokens;
       opt.tuning.gemv_max_rows = arm.gemv_rows;
+      opt.tuning.quant_gemm_max_rows = arm.qgemm_rows;
       opt.tuning.prefill_warps = arm.prefill_warps;
       opt.tuning.programmatic_launch = arm.pdl;
       opt.tuning.prefill_attention_kernel = arm.attention_kernel;

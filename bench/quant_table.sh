@@ -13,8 +13,9 @@
 # cpu: prefill of a PROMPT-token prompt and batch-1 decode of 64 tokens after it, THREADS
 #      threads both (SWITCHYARD_THREADS, llama-bench -t); Switchyard's arms det (the
 #      batch-invariant default) and fast. cuda: batch 1 and 64 with 1K prompts, as
-#      bench/gpu_table.sh. Each step has a time limit, and types whose turn comes after
-#      BUDGET seconds (default: none) are skipped.
+#      bench/gpu_table.sh, the engine bench's --arms from ARMS (default: default). Each
+#      step has a time limit, and types whose turn comes after BUDGET seconds (default:
+#      none) are skipped.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}; BIN=${BIN:-build-gpu/bin}; M=${MODEL_DIR:-/tmp/m}
@@ -57,7 +58,7 @@ for t in $TYPES; do
     fi
   else
     timeout 120 $BIN/switchyard-engine-bench --model "$f" --device cuda --json --prompt-tokens 1024 \
-      --decode-tokens 64 --batch 1,64 --repeat "$REPEAT" > "$OUT/sy-$t.json" 2> "$OUT/sy-$t.log"
+      --decode-tokens 64 --batch 1,64 --repeat "$REPEAT" --arms "${ARMS:-default}" > "$OUT/sy-$t.json" 2> "$OUT/sy-$t.log"
     echo "switchyard $t rc $? at $(since) s"
     if [ -n "${LLAMA_CPP:-}" ]; then
       timeout 120 "$LLAMA_CPP/llama-bench" -m "$f" -ngl 99 -fa 1 -r "$REPEAT" -o json -p 1024 -n 0 \

@@ -1,6 +1,10 @@
 #include "kernels/cuda/linear.cuh"
+
+#include <algorithm>
+
 #include "kernels/cuda/q8_0_dequant.cuh"
 #include "kernels/cuda/quant_dequant.cuh"
+#include "kernels/cuda/quant_gemm.cuh"
 #include "kernels/cuda/quant_gemv.cuh"
 
 namespace sy::cuda {
@@ -33,12 +37,26 @@ cudaError_t Linear::init(size_t max_expand_elements) {
                              : cudaSuccess;
 }
 
-// Each part's GEMV writes its columns of y (row stride w.n); past 8 rows every part is
-// expanded into its rows of the scratch and one GEMM takes the whole weight.
+// The quantized GEMM's arguments for m rows into y, the scratch as its split-k workspace.
+QuantGemmArgs Linear::gemm_args(const __nv_bfloat16* x, int64_t m, void* y, GemmOut out, int64_t ldy) {
+  QuantGemmArgs a;
+  a.x = x;
+  a.m = static_cast<int>(m);
+  a.ldy = ldy;
+  set_output(a, out, y);
+  a.workspace = scratch_.as<float>();
+  a.workspace_bytes = scratch_.bytes();
+  return a;
+}
+
+// Each part's GEMV (up to 8 rows) or quantized GEMM (up to 64) writes its columns of y
+// (row stride w.n); past that, or with batch-invariant numerics, every part is expanded
+// into its rows of the scratch and one cuBLASLt GEMM takes the whole weight.
 cudaError_t Linear::run_quant(const LinearWeight& w, const __nv_bfloat16* x, int64_t m, void* y,
                               GemmOut out, cudaStream_t stream) {
   const bool gemv = m <= kQuantGemvMaxRows && !batch_invariant_;
-  if (!gemv && static_cast<size_t>(w.n * w.k) * sizeof(__nv_bfloat16) > scratch_.bytes())
+  const bool qgemm = !gemv && m <= std::min(quant_gemm_max_rows_, kQuantGemmMaxRows) && !batch_invariant_;
+  if (!gemv && !qgemm && static_cast<size_t>(w.n * w.k) * sizeof(__nv_bfloat16) > scratch_.bytes())
     return cudaErrorInvalidValue;
   int64_t rows = 0;
   for (int i = 0; i < w.quant_parts; ++i) {
@@ -61,14 +79,20 @@ cudaError_t Linear::run_quant(const LinearWeight& w, const __nv_bfloat16* x, int
       else
         a.y_bf16 = static_cast<__nv_bfloat16*>(y) + row0;
       e = quant_gemv(a, stream);
+    } else if (qgemm) {
+      QuantGemmArgs a = gemm_args(x, m, out == GemmOut::kF32 ? static_cast<void*>(static_cast<float*>(y) + row0)
+                                                              : static_cast<void*>(static_cast<__nv_bfloat16*>(y) + row0),
+                                  out, w.n);
+      a.w = part;
+      e = quant_gemm(a, stream);
     } else {
       e = quant_dequantize({part, scratch_.as<__nv_bfloat16>() + row0 * w.k}, stream);
     }
     if (e != cudaSuccess) return e;
     row0 += part.n;
   }
-  return gemv ? cudaSuccess
-              : gemm_.matmul_nt(x, scratch_.as<__nv_bfloat16>(), y, out, m, w.n, w.k, stream);
+  return gemv || qgemm ? cudaSuccess
+                       : gemm_.matmul_nt(x, scratch_.as<__nv_bfloat16>(), y, out, m, w.n, w.k, stream);
 }
 
 cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m, void* y,
@@ -96,6 +120,11 @@ cudaError_t Linear::run(const LinearWeight& w, const __nv_bfloat16* x, int64_t m
     a.m = static_cast<int>(m);
     set_output(a, out, y);
     return q8_0_gemv(a, stream);
+  }
+  if (m <= std::min(quant_gemm_max_rows_, kQuantGemmMaxRows) && !batch_invariant_) {
+    QuantGemmArgs a = gemm_args(x, m, y, out, 0);
+    a.q8_0 = w.q8_0;
+    return quant_gemm(a, stream);
   }
   if (static_cast<size_t>(w.n * w.k) * sizeof(__nv_bfloat16) > scratch_.bytes())
     return cudaErrorInvalidValue;

@@ -1,8 +1,8 @@
 // A model's linear layer on the GPU, whichever format its weight is kept in: bf16 goes
 // to the bf16 GEMV for up to gemv_max_rows() rows (small decode batches), otherwise to
 // the cuBLASLt GEMM; Q8_0 and the 4- to 6-bit formats (Q4_0, Q4_K, Q5_K, Q6_K) go to
-// their GEMV for up to 8 rows and are otherwise expanded to bf16 in a scratch buffer
-// and multiplied by cuBLASLt.
+// their GEMV for up to 8 rows and to the quantized GEMM (quant_gemm.cuh) for up to 64,
+// and are otherwise expanded to bf16 in a scratch buffer and multiplied by cuBLASLt.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -14,6 +14,7 @@
 #include "kernels/cuda/gemm_bf16.cuh"
 #include "kernels/cuda/gemv_bf16.cuh"
 #include "kernels/cuda/q8_0_gemv.cuh"
+#include "kernels/cuda/quant_gemm.cuh"
 #include "kernels/cuda/quant_matrix.cuh"
 
 namespace sy::cuda {
@@ -51,6 +52,10 @@ class Linear {
   void set_gemv_max_rows(int rows) { gemv_max_rows_ = rows; }
   int gemv_max_rows() const { return gemv_max_rows_; }
 
+  // Quantized products of 9 to `rows` rows (at most kQuantGemmMaxRows) go to quant_gemm;
+  // larger ones are expanded to bf16 for cuBLASLt (0: all past the GEMVs).
+  void set_quant_gemm_max_rows(int rows) { quant_gemm_max_rows_ = rows; }
+
   // Batch-invariant numerics (docs/NUMERICS.md): every product of a weight, whatever its
   // row count, runs the GEMM with one fixed algorithm (GemmBf16::set_fixed_algorithm_rows
   // with `reference_rows`), never the GEMVs, whose sums run in another order; quantized
@@ -62,6 +67,7 @@ class Linear {
 
  private:
   bool takes_gemv(const LinearWeight& w, const __nv_bfloat16* x, int64_t m) const;
+  QuantGemmArgs gemm_args(const __nv_bfloat16* x, int64_t m, void* y, GemmOut out, int64_t ldy);
   cudaError_t run_quant(const LinearWeight& w, const __nv_bfloat16* x, int64_t m, void* y,
                         GemmOut out, cudaStream_t stream);
 
@@ -71,6 +77,7 @@ class Linear {
   // measured fastest on the H200 (docs/PERFORMANCE.md; 1 and 2 stay kernel options).
   static constexpr int kGemvSplit = 4;
   bool batch_invariant_ = false;
+  int quant_gemm_max_rows_ = kQuantGemmMaxRows;
   DeviceBuffer scratch_;  // bf16 expansion of one quantized weight
 };
 

@@ -1,4 +1,4 @@
-// The unit both quantized kernels (quant_gemv.cu, quant_dequant.cu) read: a chunk of 32
+// The unit the quantized kernels (quant_gemv.cu, quant_gemm.cu, quant_dequant.cu) read: a chunk of 32
 // values of one row, made of two runs of 16 consecutive columns, each run with one
 // scale a and offset b (value = a · q + b, q an unsigned integer below 256). Every
 // format fits this shape: a Q4_0 block is one chunk (runs at 0 and 16), a K-quant block
@@ -7,6 +7,7 @@
 // necessarily columns [32c, 32c + 32).
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -177,6 +178,19 @@ __device__ __forceinline__ void expand_run(const Chunk& c, int r, float (&out)[1
       const float q = __int_as_float(__byte_perm(c.q[r][w], 0x4B000000u, 0x7440 + i)) - 8388608.0f;
       out[4 * w + i] = fmaf(q, c.a[r], c.b[r]);
     }
+}
+
+// Two quants (bytes i and i + 1 of `word`, each below 128) as bf16 a · q + b: the bytes
+// become 128 + q through the exponent of bf16 128.0 (0x43), exactly, and 128 comes off
+// before the one rounding fused multiply-add.
+__device__ __forceinline__ uint32_t bf16_pair(uint32_t word, int i, __nv_bfloat162 a,
+                                          __nv_bfloat162 b) {
+  const uint32_t sel = static_cast<uint32_t>(i | 4 << 4 | (i + 1) << 8 | 4 << 12);
+  const uint32_t biased = __byte_perm(word, 0x43u, sel);
+  const __nv_bfloat162 q = __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&biased),
+                                   __floats2bfloat162_rn(128.0f, 128.0f));
+  const __nv_bfloat162 w = __hfma2(q, a, b);
+  return *reinterpret_cast<const uint32_t*>(&w);
 }
 
 #endif  // __CUDACC__

@@ -12,19 +12,6 @@ namespace {
 // S-th group of four chunks of k, their sums added at the end.
 constexpr int kDefaultWarps = 8;
 
-// Two quants (bytes i and i + 1 of `word`, each below 128) as bf16 a · q + b: the bytes
-// become 128 + q through the exponent of bf16 128.0 (0x43), exactly, and 128 comes off
-// before the one rounding fused multiply-add.
-__device__ __forceinline__ uint32_t dequant_pair(uint32_t word, int i, __nv_bfloat162 a,
-                                                 __nv_bfloat162 b) {
-  const uint32_t sel = static_cast<uint32_t>(i | 4 << 4 | (i + 1) << 8 | 4 << 12);
-  const uint32_t biased = __byte_perm(word, 0x43u, sel);
-  const __nv_bfloat162 q = __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&biased),
-                                   __floats2bfloat162_rn(128.0f, 128.0f));
-  const __nv_bfloat162 w = __hfma2(q, a, b);
-  return *reinterpret_cast<const uint32_t*>(&w);
-}
-
 // On tensor cores (mma.m16n8k16, bf16 in, fp32 sums): a CTA takes 16 weight rows, the
 // 8 columns of B are the M activation rows (zeros past M). In a warp, lane (g, t) (lane
 // = 4g + t) decodes one chunk of rows g and g + 8 and loads the matching 16 activations
@@ -69,10 +56,10 @@ __global__ void __launch_bounds__(S * 32)
       const __nv_bfloat162 b1 = __float2bfloat162_rn(valid ? q[1].b[r] : 0.0f);
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        const uint32_t a[4] = {dequant_pair(q[0].q[r][s], 0, a0, b0),
-                               dequant_pair(q[1].q[r][s], 0, a1, b1),
-                               dequant_pair(q[0].q[r][s], 2, a0, b0),
-                               dequant_pair(q[1].q[r][s], 2, a1, b1)};
+        const uint32_t a[4] = {quant::bf16_pair(q[0].q[r][s], 0, a0, b0),
+                               quant::bf16_pair(q[1].q[r][s], 0, a1, b1),
+                               quant::bf16_pair(q[0].q[r][s], 2, a0, b0),
+                               quant::bf16_pair(q[1].q[r][s], 2, a1, b1)};
         attn::mma_bf16(c, a, xw[2 * s], xw[2 * s + 1]);
       }
     }

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "cuda_quant_util.h"
 #include "cuda_test_util.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/gemm.h"
@@ -17,6 +18,8 @@ namespace {
 
 using namespace sy::testing;
 using bf16 = __nv_bfloat16;
+using quant_test::random_q8_0;
+using quant_test::Q8Host;
 
 // fp32 accumulation over k terms differs from OpenBLAS's order by about k · 2^-24
 // relative at worst; 1e-5 leaves room for k in the thousands.
@@ -237,27 +240,6 @@ TEST(CudaGemvBf16, RejectsBadShapes) {
   EXPECT_EQ(cuda::gemv_bf16(a, nullptr), cudaErrorInvalidValue);
 }
 
-// A random Q8_0 matrix in GGUF blocks, split into the device layout.
-struct Q8Host {
-  std::vector<float> dequantized;  // [n, k] fp32, exactly scale · quant
-  std::vector<int8_t> quants;
-  std::vector<uint16_t> scales;
-};
-
-Q8Host random_q8_0(std::mt19937_64& rng, int64_t n, int64_t k) {
-  const std::vector<float> w = normal_floats(rng, n * k, 0.05f);
-  std::vector<BlockQ8_0> blocks(static_cast<size_t>(n * k / kQ8_0BlockSize));
-  quantize_q8_0(w.data(), blocks.data(), n * k);
-  Q8Host h;
-  h.dequantized.resize(w.size());
-  to_f32(DType::kQ8_0, blocks.data(), h.dequantized.data(), n * k);
-  for (const BlockQ8_0& b : blocks) {
-    h.scales.push_back(b.d);
-    h.quants.insert(h.quants.end(), b.qs, b.qs + kQ8_0BlockSize);
-  }
-  return h;
-}
-
 TEST(CudaQ8_0, GemvAndDequantizedGemmMatchSgemm) {
   SY_SKIP_WITHOUT_CUDA();
   auto rng = fresh_rng();
@@ -272,7 +254,7 @@ TEST(CudaQ8_0, GemvAndDequantizedGemmMatchSgemm) {
   w.n = n;
   w.k = k;
   w.q8_0 = {d_q.get(), d_s.as<__half>(), n, k};
-  for (int64_t m : {1, 2, 5, 8, 9, 40}) {
+  for (int64_t m : {1, 2, 5, 8, 9, 40, 64, 80}) {
     const std::vector<float> x = rounded_to_bf16(normal_floats(rng, m * k));
     std::vector<float> want(m * n);
     cpu::matmul_nt(x.data(), q.dequantized.data(), want.data(), m, n, k);
@@ -282,8 +264,9 @@ TEST(CudaQ8_0, GemvAndDequantizedGemmMatchSgemm) {
     d_y32.poison();
     SY_CUDA_OK(linear.run(w, d_x.as<bf16>(), m, d_y32.get(), cuda::GemmOut::kF32, nullptr));
     SY_CUDA_OK(linear.run(w, d_x.as<bf16>(), m, d_y16.get(), cuda::GemmOut::kBF16, nullptr));
-    // Up to 8 rows the GEMV multiplies the exact weights; past that the weights are
-    // rounded to bf16 first (at most 2^-8 each, errors that mostly cancel in the sums).
+    // Up to 8 rows the GEMV multiplies the exact weights; past that (the quantized GEMM to
+    // 64 rows, then the expansion for cuBLASLt) the weights are rounded to bf16 first (at
+    // most 2^-8 each, errors that mostly cancel in the sums).
     const double tol = m <= cuda::kQ8_0GemvMaxRows ? kF32Tolerance : kBf16Rounding;
     EXPECT_LT(relative_error(d_y32.download(), want), tol) << "m " << m;
     EXPECT_LT(relative_error(from_bf16(d_y16.download()), want), tol + kBf16Rounding) << "m " << m;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cuda_quant_util.h"
 #include "cuda_test_util.h"
 #include "kernels/cuda/linear.cuh"
 #include "kernels/cuda/quant_dequant.cuh"
@@ -19,6 +20,7 @@ namespace {
 using namespace sy::testing;
 using bf16 = __nv_bfloat16;
 using cuda::QuantType;
+using namespace sy::quant_test;
 
 // The GEMV expands weights to bf16 as a · q + b with a and b rounded to bf16 and one
 // rounding of the result (2^-9 relative each), then sums in fp32. So each output is off
@@ -27,115 +29,6 @@ using cuda::QuantType;
 // norm of the error stays near 2^-8 of the norm of y.
 constexpr double kGemvElementBound = 1.0 / 128;
 constexpr double kGemvNormBound = kBf16Rounding;
-
-constexpr QuantType kTypes[] = {QuantType::kQ4_0, QuantType::kQ4_K, QuantType::kQ5_K,
-                                QuantType::kQ6_K};
-
-DType dtype_of(QuantType t) {
-  switch (t) {
-    case QuantType::kQ4_0: return DType::kQ4_0;
-    case QuantType::kQ4_K: return DType::kQ4_K;
-    case QuantType::kQ5_K: return DType::kQ5_K;
-    case QuantType::kQ6_K: return DType::kQ6_K;
-  }
-  return DType::kF32;
-}
-
-std::string name(QuantType t) {
-  return dtype_name(dtype_of(t));
-}
-
-// A random [n, k] matrix in GGUF blocks, its CPU dequantization, and the device layout
-// (quant_matrix.cuh) uploaded.
-struct QuantProblem {
-  QuantProblem(std::mt19937_64& rng, QuantType t, int64_t n, int64_t k) : type(t), n(n), k(k) {
-    const cuda::QuantLayout l = cuda::quant_layout(t);
-    const int64_t blocks = n * (k / l.block_values);
-    std::vector<uint8_t> file(static_cast<size_t>(blocks * l.file_bytes));
-    std::uniform_int_distribution<int> byte(0, 255);
-    for (auto& b : file) b = static_cast<uint8_t>(byte(rng));
-    // Sane fp16 scales: the super-block scales of real files are small; random bytes
-    // would give infinities and NaNs. Signs vary (ggml's d may be negative).
-    std::uniform_real_distribution<float> mag(1e-4f, 2e-2f);
-    std::bernoulli_distribution neg(0.3);
-    auto scale = [&] { return f32_to_f16(neg(rng) ? -mag(rng) : mag(rng)); };
-    for (int64_t b = 0; b < blocks; ++b) {
-      uint8_t* p = file.data() + b * l.file_bytes;
-      auto put = [&](int offset) {
-        const uint16_t h = scale();
-        std::memcpy(p + offset, &h, 2);
-      };
-      if (t == QuantType::kQ4_0) put(0);
-      if (t == QuantType::kQ4_K || t == QuantType::kQ5_K) put(0), put(2);  // d, dmin
-      if (t == QuantType::kQ6_K) put(208);
-    }
-    dequantized.resize(static_cast<size_t>(n * k));
-    to_f32(dtype_of(t), file.data(), dequantized.data(), n * k);
-    // The device layout: block bodies in one plane, the lone scale (if any) in another.
-    std::vector<uint8_t> body(static_cast<size_t>(blocks * l.body_bytes));
-    std::vector<uint16_t> d(l.d_offset >= 0 ? static_cast<size_t>(blocks) : 1);
-    for (int64_t b = 0; b < blocks; ++b) {
-      std::memcpy(&body[b * l.body_bytes], &file[b * l.file_bytes + l.body_offset], l.body_bytes);
-      if (l.d_offset >= 0) std::memcpy(&d[b], &file[b * l.file_bytes + l.d_offset], 2);
-    }
-    d_body = std::make_unique<DeviceArray<uint8_t>>(body);
-    d_d = std::make_unique<DeviceArray<uint16_t>>(d);
-  }
-
-  cuda::QuantMatrix matrix() const {
-    const bool has_d = cuda::quant_layout(type).d_offset >= 0;
-    return {type, d_body->get(), has_d ? d_d->as<__half>() : nullptr, n, k};
-  }
-
-  QuantType type;
-  int64_t n, k;
-  std::vector<float> dequantized;  // [n, k], the CPU dequantizer's values
-  std::unique_ptr<DeviceArray<uint8_t>> d_body;
-  std::unique_ptr<DeviceArray<uint16_t>> d_d;
-};
-
-// y[m, n] = x[m, k] · wᵀ in double over the given weights, and Σ |x| · |w| per output
-// (the scale of what rounding the weights can move).
-struct Product {
-  std::vector<float> y, abs;
-};
-Product reference_product(const std::vector<float>& x, const std::vector<float>& w, int64_t m,
-                          int64_t n, int64_t k) {
-  Product p{std::vector<float>(static_cast<size_t>(m * n)), std::vector<float>(static_cast<size_t>(m * n))};
-  for (int64_t r = 0; r < m; ++r)
-    for (int64_t j = 0; j < n; ++j) {
-      double s = 0, a = 0;
-      for (int64_t c = 0; c < k; ++c) {
-        s += static_cast<double>(x[r * k + c]) * w[j * k + c];
-        a += std::fabs(static_cast<double>(x[r * k + c]) * w[j * k + c]);
-      }
-      p.y[r * n + j] = static_cast<float>(s);
-      p.abs[r * n + j] = static_cast<float>(a);
-    }
-  return p;
-}
-
-std::vector<float> reference(const std::vector<float>& x, const std::vector<float>& w, int64_t m,
-                             int64_t n, int64_t k) {
-  return reference_product(x, w, m, n, k).y;
-}
-
-// The largest |got − want| / Σ |x| · |w| over the outputs; infinite for a non-finite one.
-double worst_element(const std::vector<float>& got, const Product& want) {
-  if (got.size() != want.y.size()) return INFINITY;
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - want.y[i]) / std::max(1e-30, static_cast<double>(want.abs[i])));
-  }
-  return worst;
-}
-
-std::vector<float> random_x(std::mt19937_64& rng, int64_t m, int64_t k) {
-  std::vector<float> x = normal_floats(rng, static_cast<size_t>(m * k));
-  for (auto& v : x) v = round_bf16(v);
-  return x;
-}
 
 TEST(CudaQuant, GemvMatchesTheCpuDequantizerInDouble) {
   SY_SKIP_WITHOUT_CUDA();
@@ -262,8 +155,8 @@ TEST(CudaQuant, DequantizeIsTheCpuValueRoundedToBf16) {
 }
 
 // A fused weight in three formats (as a Q4_K_M file's Q, K in Q4_K and V in Q6_K):
-// Linear runs each part's GEMV into its columns up to 8 rows, and past that expands the
-// parts into one bf16 scratch for one GEMM.
+// Linear runs each part's GEMV into its columns up to 8 rows, its quantized GEMM up to
+// 64, and past that expands the parts into one bf16 scratch for one GEMM.
 TEST(CudaQuant, LinearOverPartsInDifferentFormats) {
   SY_SKIP_WITHOUT_CUDA();
   auto rng = fresh_rng();
@@ -281,7 +174,7 @@ TEST(CudaQuant, LinearOverPartsInDifferentFormats) {
   }
   cuda::Linear linear;
   SY_CUDA_OK(linear.init(static_cast<size_t>(w.n * k)));
-  for (int64_t m : {1, 4, 8, 9, 40}) {
+  for (int64_t m : {1, 4, 8, 9, 40, 64, 65, 100}) {
     const std::vector<float> x = random_x(rng, m, k);
     const std::vector<float> want = reference(x, dequantized, m, w.n, k);
     DeviceArray<uint16_t> d_x(to_bf16(x)), d_y16(static_cast<size_t>(m * w.n));
@@ -290,7 +183,7 @@ TEST(CudaQuant, LinearOverPartsInDifferentFormats) {
     d_y32.poison();
     SY_CUDA_OK(linear.run(w, d_x.as<bf16>(), m, d_y32.get(), cuda::GemmOut::kF32, nullptr));
     SY_CUDA_OK(linear.run(w, d_x.as<bf16>(), m, d_y16.get(), cuda::GemmOut::kBF16, nullptr));
-    // Up to 8 rows the GEMV's expansion (kGemvNormBound), past them the fp32 weights
+    // Up to 64 rows the GEMV's expansion (kGemvNormBound), past them the fp32 weights
     // rounded to bf16 once: 2^-8 of |y| in the norm either way.
     const double tol = kBf16Rounding;
     EXPECT_LT(relative_error(d_y32.download(), want), tol) << "m " << m;

@@ -26,6 +26,10 @@ struct BackendTuning {
   // cuda: bf16 products of at most this many rows (decode batches up to it) run the GEMV
   // kernel (kernels/cuda/gemv_bf16.cuh) instead of cuBLASLt; 0: cuBLASLt always.
   int32_t gemv_max_rows = 1;
+  // cuda: quantized products of 9 to this many rows (at most cuda::kQuantGemmMaxRows, 64)
+  // run the quantized GEMM (kernels/cuda/quant_gemm.cuh); larger ones, or all past the
+  // GEMV's 8 with 0, expand the weight to bf16 for cuBLASLt.
+  int32_t quant_gemm_max_rows = 64;
   // cuda: warps per CTA of the prefill attention, 4 or 8 (0: the kernel's default).
   int32_t prefill_warps = 0;
   // cuda: prefill attention kernel, 1 (default) Hopper's warpgroup MMA where the build and

@@ -81,6 +81,7 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   weights_ = CudaModelWeights::upload(src, config, shape_);
   check(linear_.init(weights_.max_expand_elements), "creating the cuBLASLt handle and the dequantization scratch");
   linear_.set_gemv_max_rows(std::clamp(options.tuning.gemv_max_rows, 0, cuda::kGemvBf16MaxRows));
+  linear_.set_quant_gemm_max_rows(std::clamp(options.tuning.quant_gemm_max_rows, 0, cuda::kQuantGemmMaxRows));
   if (deterministic_) linear_.set_batch_invariant(options.tuning.deterministic_gemm_rows);
   logits_capacity_ = std::max(max_num_seqs_, kMinLogitsRows);
   check(rows_h_.allocate(static_cast<size_t>(logits_capacity_) * config.hidden * 2),

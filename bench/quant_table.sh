@@ -13,7 +13,8 @@
 # cpu: prefill of a PROMPT-token prompt and batch-1 decode of 64 tokens after it, THREADS
 #      threads both (SWITCHYARD_THREADS, llama-bench -t); Switchyard's arms det (the
 #      batch-invariant default) and fast. cuda: batch 1 and 64 with 1K prompts, as
-#      bench/gpu_table.sh, the engine bench's --arms from ARMS (default: default). Each
+#      bench/gpu_table.sh, the engine bench's --arms from ARMS (default: default);
+#      LLAMA_PREFILL=0 skips llama.cpp's prefill run (decode rows only). Each
 #      step has a time limit, and types whose turn comes after BUDGET seconds (default:
 #      none) are skipped.
 set -uo pipefail
@@ -57,12 +58,13 @@ for t in $TYPES; do
       echo "llama.cpp $t rc $? at $(since) s"
     fi
   else
-    timeout 120 $BIN/switchyard-engine-bench --model "$f" --device cuda --json --prompt-tokens 1024 \
+    timeout $((120 * $(echo "${ARMS:-default}" | tr ',' '\n' | wc -l))) $BIN/switchyard-engine-bench --model "$f" --device cuda --json --prompt-tokens 1024 \
       --decode-tokens 64 --batch 1,64 --repeat "$REPEAT" --arms "${ARMS:-default}" > "$OUT/sy-$t.json" 2> "$OUT/sy-$t.log"
     echo "switchyard $t rc $? at $(since) s"
     if [ -n "${LLAMA_CPP:-}" ]; then
-      timeout 120 "$LLAMA_CPP/llama-bench" -m "$f" -ngl 99 -fa 1 -r "$REPEAT" -o json -p 1024 -n 0 \
-        > "$OUT/ll-$t-prefill.json" 2> "$OUT/ll-$t.log"
+      [ "${LLAMA_PREFILL:-1}" = 0 ] ||
+        timeout 120 "$LLAMA_CPP/llama-bench" -m "$f" -ngl 99 -fa 1 -r "$REPEAT" -o json -p 1024 -n 0 \
+          > "$OUT/ll-$t-prefill.json" 2> "$OUT/ll-$t.log"
       timeout 120 "$LLAMA_CPP/llama-bench" -m "$f" -ngl 99 -fa 1 -r "$REPEAT" -o json -p 0 -n 64 -d 1024 \
         > "$OUT/ll-$t-decode.json" 2>> "$OUT/ll-$t.log"
       timeout 150 "$LLAMA_CPP/llama-batched-bench" -m "$f" -ngl 99 -fa on -c 73728 -npp 1024 -ntg 64 -npl 64 \

@@ -5,7 +5,8 @@
 // (Q8_0) of the float32 bytes.
 //
 // Kernels: a scalar one and SIMD ones (AVX2+FMA+F16C; AVX-512 F/BW/VL/DQ, whose 32
-// registers hold wider tiles; AVX-512 with VNNI, one instruction per Q8_0 block product),
+// registers hold wider tiles; AVX-512 with VNNI: the block types on 512-bit vectors of
+// two weight columns, one vpdpbusd per block product, linear_tile512.h),
 // each compiled in a file of its own with its target flags and chosen once at run time
 // by what the processor has (SWITCHYARD_CPU_SIMD or set_simd_level lowers the
 // choice, so tests check every level the machine has). The block types are multiplied with

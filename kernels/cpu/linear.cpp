@@ -307,6 +307,8 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
       for (int64_t r = 0; r < m; ++r) quantize(r);
   }
 
+  auto rows_per_call = [&](DType t) -> int64_t { return int8_x(t) ? kern.int8_rows : detail::kLinearRows; };
+
   // Chunks of weight rows: four or more per thread so that uneven cores even out, and
   // where x has more rows than one kernel call takes, small enough (64 KiB) to stay in
   // the core's cache while every group of rows passes over them.
@@ -316,7 +318,7 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
   std::vector<Chunk> chunks;
   for (const WeightSlice& s : w) {
     int64_t per = balanced;
-    if (m > detail::kLinearRows) per = std::min(per, std::max<int64_t>(4, (64 << 10) / static_cast<int64_t>(row_bytes(s.type, k))));
+    if (m > rows_per_call(s.type)) per = std::min(per, std::max<int64_t>(4, (64 << 10) / static_cast<int64_t>(row_bytes(s.type, k))));
     for (int64_t j = 0; j < s.n; j += per) chunks.push_back({&s, j, std::min(s.n, j + per)});
   }
   pool.parallel_for(static_cast<int64_t>(chunks.size()), [&](int64_t c) {
@@ -324,8 +326,9 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
     const WeightSlice& s = *ch.s;
     const uint8_t* wp = s.data + static_cast<size_t>(ch.j0) * s.row_stride;
     const int64_t cols = ch.j1 - ch.j0;
-    for (int64_t r = 0; r < m; r += detail::kLinearRows) {
-      const int rows = static_cast<int>(std::min<int64_t>(detail::kLinearRows, m - r));
+    const int64_t step = rows_per_call(s.type);
+    for (int64_t r = 0; r < m; r += step) {
+      const int rows = static_cast<int>(std::min<int64_t>(step, m - r));
       float* yp = y + r * ldy + s.y_col0 + ch.j0;
       switch (s.type) {
         case DType::kQ8_0: kern.q8_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;

@@ -17,6 +17,7 @@ const LinearKernels kKernels = {
     k4_rows512<BlockQ4_K, 4>,
     k4_rows512<BlockQ5_K, 4>,
     q6_k_rows512<4>,
+    8,
 };
 
 }  // namespace

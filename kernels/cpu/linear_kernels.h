@@ -29,7 +29,8 @@ inline void unpack_q4_k_scales(const uint8_t p[12], uint8_t sc[8], uint8_t mn[8]
   }
 }
 
-// Rows of x a kernel call takes at most: the weights it loads serve them all.
+// Rows of x a kernel call takes at most: the weights it loads serve them all
+// (LinearKernels::int8_rows may allow more for the block types).
 inline constexpr int kLinearRows = 4;
 
 // y[r * ldy + j] = x_r · w_j for r < rows (1..kLinearRows), j < cols; weight row j at
@@ -50,6 +51,7 @@ struct LinearKernels {
   Q8RowsKernel q4_k = nullptr;  // k % 256 == 0
   Q8RowsKernel q5_k = nullptr;  // k % 256 == 0
   Q8RowsKernel q6_k = nullptr;  // k % 256 == 0
+  int int8_rows = kLinearRows;  // rows of x the block-type kernels take per call
 };
 
 // Each returns null where the build lacks that level's file.

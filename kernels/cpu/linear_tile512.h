@@ -37,6 +37,18 @@ inline __m512i offset_start(__m512i w) {
                           _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), w));
 }
 
+// tiles() (linear_tile.h) for up to eight rows of x.
+template <int C, class Fn>
+inline void tiles8(int rows, int64_t cols, Fn& fn) {
+  switch (rows) {
+    case 8: return col_groups<8, C>(cols, fn);
+    case 7: return col_groups<7, C>(cols, fn);
+    case 6: return col_groups<6, C>(cols, fn);
+    case 5: return col_groups<5, C>(cols, fn);
+    default: return tiles<C>(rows, cols, fn);
+  }
+}
+
 // The tile's 2P weight rows: column h of the tile, or its last column again where CC is
 // odd (computed, not stored).
 template <int CC>
@@ -96,7 +108,7 @@ void q_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
     }
     store_pairs<R, CC>(acc, nullptr, y, ldy, j);
   };
-  tiles<C>(rows, cols, tile);
+  tiles8<C>(rows, cols, tile);
 }
 
 // Q4_K and Q5_K weights (unsigned quants against signed x): k4_rows's sequence, the
@@ -162,7 +174,7 @@ void k4_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size
     }
     store_pairs<R, CC>(acc, mins, y, ldy, j);
   };
-  tiles<C>(rows, cols, tile);
+  tiles8<C>(rows, cols, tile);
 }
 
 // Q6_K weights (q − 32, signed): q6_k_rows's sequence, each column's quants decoded as
@@ -170,6 +182,10 @@ void k4_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size
 template <int C>
 void q6_k_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k,
                   float* y, int64_t ldy) {
+  if (rows > kLinearRows) {  // the decoded quants fill the registers that more rows would need
+    q6_k_rows512<C>(x, ldx, kLinearRows, w, ws, cols, k, y, ldy);
+    return q6_k_rows512<C>(x + kLinearRows * ldx, ldx, rows - kLinearRows, w, ws, cols, k, y + kLinearRows * ldy, ldy);
+  }
   const int64_t nsb = k / kQKBlockSize;
   auto tile = [&]<int R, int CC>(int64_t j) {
     const PairRows<CC> pr(w, ws, j);

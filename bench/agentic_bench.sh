@@ -16,6 +16,7 @@
 # THINK_S (0.5,2), MAX_CONTEXT (65536), MODEL (a llama3-8b GGUF; made at /tmp/l8.gguf
 # if missing), SLOW_MS (unset; set: replica SLOW_REPLICA (0) runs behind a faultproxy
 # adding SLOW_MS ms to all it sends, bench/slow_worker.sh; reports named POLICY-slowMS),
+# REBALANCE (unset; 1: routing.session_rebalance on, reports named POLICY-rebalance),
 # PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu:
 # build), KEEP (/tmp/agentic-reports: every report of earlier calls on this machine is
 # kept there too, and the SVG is drawn over all of them, newest per policy; cpu: OUT).
@@ -60,9 +61,11 @@ fi
 bin=$BUILD/bin
 worker=$PWD/$bin/switchyard-worker
 tag=
+rebalance=
+[ "${REBALANCE:-}" = 1 ] && rebalance=", session_rebalance: true" tag=-rebalance
 if [ -n "${SLOW_MS:-}" ]; then  # one replica (SLOW_REPLICA, 0) behind a faultproxy adding SLOW_MS ms
   export SLOW_MS SLOW_REPLICA=${SLOW_REPLICA:-0} SLOW_WORKER_BINARY=$worker SLOW_FAULTPROXY=$PWD/$bin/switchyard-faultproxy
-  worker=$PWD/bench/slow_worker.sh tag=-slow$SLOW_MS
+  worker=$PWD/bench/slow_worker.sh tag=$tag-slow$SLOW_MS
 fi
 MODEL=$(cd "$(dirname "$MODEL")" && pwd)/$(basename "$MODEL")
 gw_pid=
@@ -83,7 +86,7 @@ modes:
 default_mode: throughput
 worker: {binary: $worker, max_num_seqs: $MAX_SEQS, $kv, prefill_chunk: $PREFILL_CHUNK, $extra}
 startup: {stagger_s: 0, ready_timeout_s: 300}
-routing: {policy: $policy}
+routing: {policy: $policy$rebalance}
 YAML
   local t0=$SECONDS
   "$bin"/switchyard-gateway --config "$cfg" > "$log" 2>&1 &

@@ -21,6 +21,11 @@
 // prompt a first turn matches would otherwise pull every session of an agent type onto
 // one replica (measured on the agentic bench: busiest/least in flight 3.5). A slow
 // replica (a high measured cost) is home to proportionally fewer sessions.
+//
+// With session_rebalance, a session's new turn leaves a home that has become overloaded
+// (its short sessions' neighbours ended elsewhere, say, after arrivals stopped): it is
+// placed as a new session would be, paying one recomputation of its context, when its
+// home's live-session load exceeds load_bound × (the least-loaded replica's with it).
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -49,8 +54,15 @@ class PrefixRouter : public Router {
     const auto flight_bound = static_cast<int64_t>(
         std::ceil(options_.load_bound * static_cast<double>(total_in_flight + 1) / available));
     const bool new_session = req.session_key != 0 && is_new_session(req.session_key, req.now_s);
-    const bool known_session = req.session_key != 0 && !new_session;
-    std::vector<int64_t> homes = new_session ? home_counts(replicas, req.now_s) : std::vector<int64_t>();
+    std::vector<int64_t> homes;
+    if (new_session) {
+      homes = home_counts(replicas, req.now_s);
+    } else if (req.session_key != 0 && options_.session_rebalance) {
+      homes = home_counts(replicas, req.now_s);
+      if (!leave_home(sessions_.at(req.session_key), replicas, homes)) homes.clear();
+    }
+    // A known session staying home; a moving one is placed as a new one.
+    const bool known_session = req.session_key != 0 && !new_session && homes.empty();
     auto pick = [&](bool bounded) -> std::optional<size_t> {
       // A session's later turn is not held to the in-flight bound: moving it recomputes
       // its whole context (tens of thousands of tokens in an agent's late turns), which
@@ -112,6 +124,25 @@ class PrefixRouter : public Router {
 
   // The cost of a replica's live sessions with one more: a slow replica's count weighs more.
   static double home_load(const ReplicaState& r, int64_t homes) { return static_cast<double>(homes + 1) * r.prefill_s_per_token; }
+
+  // True when session s should leave its home (session_rebalance): the home's load with
+  // s exceeds load_bound × the least a replica elsewhere would carry with s. Then s no
+  // longer counts on its home in `homes`.
+  bool leave_home(const Session& s, std::span<const ReplicaState> replicas, std::vector<int64_t>& homes) const {
+    std::optional<size_t> home;
+    double elsewhere = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      if (replicas[i].id_hash == s.replica_id_hash)
+        home = i;
+      else if (replicas[i].available)
+        elsewhere = std::min(elsewhere, home_load(replicas[i], homes[i]));
+    }
+    // A home that is gone or unavailable: the cost rule already sends the turn elsewhere.
+    if (!home || !replicas[*home].available || homes[*home] < 1) return false;
+    if (!(home_load(replicas[*home], homes[*home] - 1) > options_.load_bound * elsewhere)) return false;
+    --homes[*home];
+    return true;
+  }
 
   // True when `key` is not remembered; forgets sessions idle for the TTL (swept at most
   // once a second, so the table holds the sessions of the last TTL).

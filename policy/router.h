@@ -54,6 +54,12 @@ struct RouterOptions {
   // after its last turn ended (the think time before the next one); past that it is
   // finished or idle and no longer keeps new sessions away from that replica.
   double session_idle_s = 15;
+  // The prefix router moves a session whose home holds too many live sessions: at a new
+  // turn, when its home's live-session load (sessions × per-token cost) exceeds
+  // load_bound × what it would add to the least-loaded replica, the turn is placed as a
+  // new session's would be, and the session lives there from then on (its context is
+  // computed there once). Off: a session stays on its home for its life.
+  bool session_rebalance = false;
 };
 
 // "prefix" (default), "approximate" (the prefix router; the caller fills matched_blocks

@@ -178,10 +178,11 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
     r.get(s, "worker_stop_grace_s", "shutdown.", c.shutdown.worker_stop_grace_s);
   }
   if (const YAML::Node s = root["routing"]) {
-    r.only(s, "routing.", {"policy", "load_bound", "approx_index_capacity"});
+    r.only(s, "routing.", {"policy", "load_bound", "approx_index_capacity", "session_rebalance"});
     r.get(s, "policy", "routing.", c.routing.policy);
     r.get(s, "load_bound", "routing.", c.routing.load_bound);
     r.get(s, "approx_index_capacity", "routing.", c.routing.approx_index_capacity);
+    r.get(s, "session_rebalance", "routing.", c.routing.session_rebalance);
   }
   if (const YAML::Node s = root["resilience"]) {
     const std::string p = "resilience.";

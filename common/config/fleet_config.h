@@ -77,6 +77,7 @@ struct RoutingConfig {
   std::string policy = "prefix";  // prefix | round_robin | least_loaded
   double load_bound = 1.25;
   size_t approx_index_capacity = 100000;
+  bool session_rebalance = false;  // policy::RouterOptions::session_rebalance
 };
 
 // Hiding faults from clients (gateway/proxy_request.cpp): hedging before the first

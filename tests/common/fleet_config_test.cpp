@@ -56,6 +56,9 @@ modes:
   EXPECT_TRUE(c.key_limits.empty());
   EXPECT_TRUE(c.cors.allow_origins.empty());
   EXPECT_EQ(split_host_port(c.admin_listen).first, "127.0.0.1");
+  EXPECT_FALSE(c.routing.session_rebalance);
+  EXPECT_TRUE(FleetConfig::parse("model: m\nmodes: {throughput: {replicas: 1}}\nrouting: {session_rebalance: true}\n", "t")
+                  .routing.session_rebalance);
   // Context parallelism over GPUs: tp × pcp devices a replica.
   const FleetConfig cp = FleetConfig::parse(R"(
 model: /m/x.gguf
@@ -161,6 +164,7 @@ TEST(FleetConfig, MistakesAreNamed) {
       {base + "default_mode: latency\n", "default_mode: 'latency' is not one of the modes"},
       {base + "listen: nowhere\n", "not host:port"},
       {base + "routing: {policy: random}\n", "routing.policy"},
+      {base + "routing: {session_rebalance: often}\n", "routing.session_rebalance: has the wrong type"},
       {"model: m\ndevices: [\"0\"]\nmodes: {throughput: {replicas: 2}}\n", "modes.throughput: 2 replicas × 1 devices need 2 devices, more than the 1 listed"},
       {"model: m\ndevices: [\"0\", \"1\"]\nmodes: {throughput: {replicas: 3}}\n", "3 replicas × 1 devices need 3 devices, more than the 2 listed"},
       {"model: m\ndevices: [gpu0]\nmodes: {throughput: {replicas: 1}}\n", "devices: 'gpu0' is neither cpu nor a GPU index"},

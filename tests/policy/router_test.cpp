@@ -185,6 +185,47 @@ TEST(PrefixRouter, AFixedLatencyCostsTurnsNotSessions) {
   EXPECT_EQ(homes[1], 5);
 }
 
+// session_rebalance: after the sessions on one replica end, a session whose home holds
+// more than load_bound × what the emptier replica would hold with it moves there at its
+// next turn (and lives there after), despite its cached context at home; where the
+// homes differ by less, it stays. Off, it stays whatever the imbalance.
+TEST(PrefixRouter, SessionRebalanceMovesASessionOffAnOverloadedHome) {
+  for (const bool rebalance : {false, true}) {
+    SplitMixRandom rnd(21);
+    auto router = make_router("prefix", {.session_idle_s = 10, .session_rebalance = rebalance}, rnd);
+    const std::vector<ReplicaState> two = {replica(1), replica(2)};
+    auto turn = [&](uint64_t s, double now, const std::vector<ReplicaState>& r) {
+      return *router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = s, .now_s = now}, r);
+    };
+    // Eight sessions alternate between the two replicas (the live-session rule).
+    size_t home[9] = {};
+    for (uint64_t s = 1; s <= 8; ++s) home[s] = turn(s, 0, two);
+    const size_t a = home[1], b = 1 - a;
+    for (uint64_t s = 1; s <= 8; ++s) ASSERT_EQ(home[s], s % 2 ? a : b) << s;
+    // Every turn ends at 1 s; b's four sessions finish (never return), a's keep turning.
+    for (uint64_t s = 1; s <= 8; ++s) router->attempt_ended(s, 1);
+    std::vector<ReplicaState> cached = two;
+    cached[a].matched_blocks = 60;  // a holds the sessions' contexts
+    // At 20 s only a's sessions are live (b's ended 19 s ago). Session 1's turn: a holds
+    // 4 live sessions with it, b would hold 1: 4 > 1.25 × 1, so it moves to b.
+    for (uint64_t s : {3, 5, 7}) router->attempt_ended(s, 19);
+    EXPECT_EQ(turn(1, 20, cached), rebalance ? b : a) << rebalance;
+    router->attempt_ended(1, 20.5);
+    // Then a holds 3 and b 1 (session 1): session 3's turn, 3 > 1.25 × 2: it moves too.
+    EXPECT_EQ(turn(3, 21, cached), rebalance ? b : a) << rebalance;
+    router->attempt_ended(3, 21.5);
+    // Now 2 and 2: session 5 stays home (2 > 1.25 × 3 is false), and session 1, home
+    // at b now, stays there (b's cache is not in the state: its cost alone keeps it).
+    EXPECT_EQ(turn(5, 22, cached), a) << rebalance;
+    router->attempt_ended(5, 22.5);
+    if (rebalance) {
+      std::vector<ReplicaState> moved = two;
+      moved[b].matched_blocks = 60;
+      EXPECT_EQ(turn(1, 23, moved), b);
+    }
+  }
+}
+
 TEST(BaselineRouters, RoundRobinAndLeastLoaded) {
   SplitMixRandom rnd(7);
   auto rr = make_router("round_robin", {}, rnd);

@@ -62,6 +62,12 @@ struct PairRows {
 
 // y of the tile's CC columns: each half's lanes summed in linear.h's tree, less the
 // column's minimum term (lane h of minus[r]) where there is one.
+template <int R, int P>
+inline void zero(__m512 (&acc)[R][P]) {
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+}
+
 template <int R, int CC>
 inline void store_pairs(const __m512 (&acc)[R][(CC + 1) / 2], const __m128* minus, float* y, int64_t ldy,
                         int64_t j) {
@@ -85,8 +91,7 @@ void q_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
     const PairRows<CC> pr(w, ws, j);
     constexpr int P = PairRows<CC>::P;
     __m512 acc[R][P];
-    for (int r = 0; r < R; ++r)
-      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+    zero(acc);
     for (int64_t b = 0; b < nb; ++b) {
       __m512i wq[P], start[P];
       __m512 wd[P];
@@ -123,10 +128,8 @@ void k4_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size
     constexpr int P = PairRows<CC>::P;
     __m512 acc[R][P];
     __m128 mins[R];
-    for (int r = 0; r < R; ++r) {
-      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
-      mins[r] = _mm_setzero_ps();
-    }
+    zero(acc);
+    for (int r = 0; r < R; ++r) mins[r] = _mm_setzero_ps();
     const __m512i low4 = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
     for (int64_t s = 0; s < nsb; ++s) {
       const Blk* blk[2 * P];
@@ -191,8 +194,7 @@ void q6_k_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, si
     const PairRows<CC> pr(w, ws, j);
     constexpr int P = PairRows<CC>::P;
     __m512 acc[R][P];
-    for (int r = 0; r < R; ++r)
-      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+    zero(acc);
     const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
     for (int64_t s = 0; s < nsb; ++s) {
       const BlockQ6_K* blk[2 * P];

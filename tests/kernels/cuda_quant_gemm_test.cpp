@@ -52,6 +52,20 @@ Weight make_weight(std::mt19937_64& rng, int type, int64_t n, int64_t k) {  // t
   return w;
 }
 
+// Arguments for w times the m rows at x, k split `splits` ways (0: chosen) with the
+// workspace given; the output is the caller's to set.
+cuda::QuantGemmArgs gemm_args(const Weight& w, const DeviceArray<uint16_t>& x, int m, int splits,
+                              const DeviceArray<float>& workspace, size_t workspace_floats) {
+  cuda::QuantGemmArgs a;
+  w.set(a);
+  a.x = x.as<bf16>();
+  a.m = m;
+  a.splits = splits;
+  a.workspace = workspace.get();
+  a.workspace_bytes = workspace_floats * sizeof(float);
+  return a;
+}
+
 int64_t block_values(int type) { return type < 4 ? cuda::quant_layout(kTypes[type]).block_values : 32; }
 
 // Every format and row count, k split or not: fp32 and bf16 outputs within the
@@ -77,13 +91,7 @@ TEST(CudaQuantGemm, MatchesTheCpuDequantizerInDouble) {
         for (const int splits : {1, 0, 3}) {
           d_y16.poison();
           d_y32.poison();
-          cuda::QuantGemmArgs a;
-          w.set(a);
-          a.x = d_x.as<bf16>();
-          a.m = m;
-          a.splits = splits;
-          a.workspace = workspace.get();
-          a.workspace_bytes = kWorkspaceFloats * sizeof(float);
+          cuda::QuantGemmArgs a = gemm_args(w, d_x, m, splits, workspace, kWorkspaceFloats);
           a.y_f32 = d_y32.get();
           SY_CUDA_OK(cuda::quant_gemm(a, nullptr));
           a.y_f32 = nullptr;
@@ -122,13 +130,7 @@ TEST(CudaQuantGemm, SplitsReorderSumsAndKeepToTheirColumns) {
   std::vector<std::vector<float>> got;
   for (const int splits : {1, 2, 7, 32}) {
     d_y.poison();
-    cuda::QuantGemmArgs a;
-    w.set(a);
-    a.x = d_x.as<bf16>();
-    a.m = m;
-    a.splits = splits;
-    a.workspace = workspace.get();
-    a.workspace_bytes = workspace_floats * sizeof(float);
+    cuda::QuantGemmArgs a = gemm_args(w, d_x, m, splits, workspace, workspace_floats);
     a.y_f32 = d_y.get();
     a.ldy = ldy;
     SY_CUDA_OK(cuda::quant_gemm(a, nullptr));

@@ -12,8 +12,10 @@ namespace sy::policy {
 
 class TtftFit {
  public:
-  TtftFit() = default;  // smoothing 0.2
   // `smoothing`: the weight of a new sample; older ones fade by (1 - smoothing) each.
+  // The default constructor is not explicit so that a struct holding one can be
+  // copy-list-initialized ({}), which clang refuses for an explicit one.
+  TtftFit() : TtftFit(0.2) {}
   explicit TtftFit(double smoothing) : keep_(1 - smoothing) {}
 
   // One first token: `work_tokens` of prefill it waited for (its own uncached tokens and
@@ -30,7 +32,7 @@ class TtftFit {
  private:
   void refit();
 
-  double keep_ = 0.8;
+  double keep_;
   double w_ = 0, x_ = 0, y_ = 0, xx_ = 0, xy_ = 0;  // exponentially weighted sums
   int64_t samples_ = 0;
   double per_token_s_ = 0, latency_s_ = 0;

@@ -10,6 +10,12 @@
 namespace sy::cuda {
 namespace {
 
+// Column `col` of row 0 of y, an fp32 or bf16 output.
+void* at_column(void* y, GemmOut out, int64_t col) {
+  return out == GemmOut::kF32 ? static_cast<void*>(static_cast<float*>(y) + col)
+                              : static_cast<void*>(static_cast<__nv_bfloat16*>(y) + col);
+}
+
 // The GEMV arguments' one output: y as fp32 or bf16.
 template <typename Args>
 void set_output(Args& a, GemmOut out, void* y) {
@@ -74,15 +80,10 @@ cudaError_t Linear::run_quant(const LinearWeight& w, const __nv_bfloat16* x, int
       a.x = x;
       a.m = static_cast<int>(m);
       a.ldy = w.n;
-      if (out == GemmOut::kF32)
-        a.y_f32 = static_cast<float*>(y) + row0;
-      else
-        a.y_bf16 = static_cast<__nv_bfloat16*>(y) + row0;
+      set_output(a, out, at_column(y, out, row0));
       e = quant_gemv(a, stream);
     } else if (qgemm) {
-      QuantGemmArgs a = gemm_args(x, m, out == GemmOut::kF32 ? static_cast<void*>(static_cast<float*>(y) + row0)
-                                                              : static_cast<void*>(static_cast<__nv_bfloat16*>(y) + row0),
-                                  out, w.n);
+      QuantGemmArgs a = gemm_args(x, m, at_column(y, out, row0), out, w.n);
       a.w = part;
       e = quant_gemm(a, stream);
     } else {

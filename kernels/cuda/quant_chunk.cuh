@@ -167,6 +167,19 @@ __device__ __forceinline__ Chunk decode_chunk(const RowRef& row, int c) {
   return ch;
 }
 
+// The first column of run r of chunk 4s + t relative to column 128s, the start of the
+// four chunks' 128 values (what decode_chunk puts in col[r] for that chunk, less 128s):
+// for readers that must know where a chunk's runs lie before decoding it.
+template <QuantType T>
+__host__ __device__ constexpr int run_col_in_step(int t, int r) {
+  if constexpr (T == QuantType::kQ4_0)
+    return 32 * t + 16 * r;  // block t, values 16r..
+  else if constexpr (T == QuantType::kQ6_K)
+    return 16 * t + 64 * r;  // low nibbles of ql run t, high nibbles 64 values on
+  else
+    return 64 * (t >> 1) + 16 * (t & 1) + 32 * r;  // sub-blocks 2j (low), 2j + 1 (high)
+}
+
 // Run r of a chunk as 16 floats: a · q + b with one rounding. The quant byte becomes a
 // float through the exponent trick (0x4B000000 | q is 2^23 + q), cheaper than a
 // conversion instruction.

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 
 #include "kernels/cuda/attention_common.cuh"
 #include "kernels/cuda/attention_mma.cuh"
@@ -24,7 +25,7 @@ struct RunWords {
 
 // The weight formats as the kernel reads them. Lane t of a warp takes chunk 4 · step + t
 // of its rows; col(t, r) is the first column of run r of that chunk relative to the step's
-// first column, 128 · step (the columns quant_chunk.cuh's decode gives the runs).
+// first column, 128 · step.
 template <QuantType T>
 struct QuantSource {
   QuantMatrix w;
@@ -44,14 +45,7 @@ struct QuantSource {
       out.w[s][1] = quant::bf16_pair(c.q[r][s], 2, a, b);
     }
   }
-  __host__ __device__ static constexpr int col(int t, int r) {
-    if constexpr (T == QuantType::kQ4_0)
-      return 32 * t + 16 * r;  // block t, values 16r..
-    else if constexpr (T == QuantType::kQ6_K)
-      return 16 * t + 64 * r;  // low nibbles of ql run t, high nibbles 64 values on
-    else
-      return 64 * (t >> 1) + 16 * (t & 1) + 32 * r;  // sub-blocks 2j (low), 2j + 1 (high)
-  }
+  __host__ __device__ static constexpr int col(int t, int r) { return quant::run_col_in_step<T>(t, r); }
 };
 
 // Q8_0: chunk c is block c (columns 32c..32c + 31), run r its values 16r..16r + 15.
@@ -190,11 +184,17 @@ __global__ void split_sum_kernel(const float* __restrict__ partial, int splits, 
   }
 }
 
+// The current device's SM count, asked of the driver once per device (launches of
+// decode steps outside a CUDA graph come here for every linear).
 int sm_count() {
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0)
-    return 132;
+  constexpr int kDevices = 64;
+  static std::atomic<int> known[kDevices] = {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 132;
+  if (device < kDevices && known[device].load(std::memory_order_relaxed) > 0) return known[device].load(std::memory_order_relaxed);
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) return 132;
+  if (device < kDevices) known[device].store(sms, std::memory_order_relaxed);
   return sms;
 }
 

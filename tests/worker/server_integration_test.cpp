@@ -291,11 +291,14 @@ struct BadRow {
 };
 
 TEST_F(WorkerServerTest, BadRequestsGetTheirErrorsAndHarmNoOtherRequest) {
-  // A long request streams meanwhile; it must finish intact.
+  // A long request streams meanwhile; it must finish intact. Long enough (2000 tokens)
+  // that it is surely still running when the duplicate-id row comes: with 200, a loaded
+  // CI machine once finished it first (a 200 where the row expects 409).
+  constexpr int kBystanderTokens = 2000;
   const json golden = load_golden("qwen3-tiny");
   const json long_body = {{"request_id", "bystander"},
                           {"prompt_ids", golden["prompts"][0]["ids"]},
-                          {"max_tokens", 200},
+                          {"max_tokens", kBystanderTokens},
                           {"temperature", 0},
                           {"ignore_eos", true}};
   auto bystander =
@@ -307,7 +310,7 @@ TEST_F(WorkerServerTest, BadRequestsGetTheirErrorsAndHarmNoOtherRequest) {
   too_many_ids += "]";
   const std::vector<BadRow> rows = {
       // First, while the bystander surely still runs (a faster engine once finished its
-      // 200 tokens before a later row came).
+      // tokens before a later row came).
       {"internal_duplicate_id", "POST", "/internal/generate",
        R"({"request_id":"bystander","prompt_ids":[1],"max_tokens":4})", "", 409,
        "duplicate_request_id", "request_id"},
@@ -369,7 +372,7 @@ TEST_F(WorkerServerTest, BadRequestsGetTheirErrorsAndHarmNoOtherRequest) {
   }
   const Generated g = bystander.get();
   EXPECT_TRUE(g.clean);
-  EXPECT_EQ(g.ids.size(), 200u);
+  EXPECT_EQ(g.ids.size(), static_cast<size_t>(kBystanderTokens));
   // And the server still serves.
   const HttpResult ok =
       post_json(port(), "/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 3}});

@@ -82,11 +82,14 @@ const AttentionKernels& kernels() {
 
 }  // namespace
 
-void write_kv(const AttentionParams& p) {
+void write_kv(const AttentionParams& p) { write_kv(p, 0, p.cu_seqlens[p.table.num_seqs]); }
+
+void write_kv(const AttentionParams& p, int64_t row_begin, int64_t row_end) {
   const int64_t d = p.head_dim;
   const int64_t bs = p.table.block_size;
   for (int32_t s = 0; s < p.table.num_seqs; ++s) {
-    for (int64_t t = p.cu_seqlens[s]; t < p.cu_seqlens[s + 1]; ++t) {
+    const int64_t end = std::min<int64_t>(p.cu_seqlens[s + 1], row_end);
+    for (int64_t t = std::max<int64_t>(p.cu_seqlens[s], row_begin); t < end; ++t) {
       const int64_t pos = p.positions[t];
       const int64_t block = p.table.block_of(s, pos);
       if (block < 0) continue;  // a block another context-parallel rank holds

@@ -46,6 +46,8 @@ struct AttentionParams {
 // Stores this step's keys and values at their positions in the cache; a block id below 0
 // in the table (a block another context-parallel rank holds) is skipped.
 void write_kv(const AttentionParams& p);
+// The same for query rows [row_begin, row_end) only: disjoint ranges may run in parallel.
+void write_kv(const AttentionParams& p, int64_t row_begin, int64_t row_end);
 
 // out = softmax(q·kᵀ · scale, causal) · v for every query row, reading all keys of the
 // sequence up to and including the row's own position from the cache. Call write_kv

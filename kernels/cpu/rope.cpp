@@ -27,27 +27,43 @@ std::vector<float> rope_inv_freq(int rot_dim, float theta, const std::vector<flo
   return inv;
 }
 
-void rope(float* x, int64_t tokens, int64_t row_stride, int n_heads, const int32_t* positions, const RopeParams& p) {
+void rope_angles(const int32_t* positions, int64_t tokens, const RopeParams& p, float* cos, float* sin) {
   const int half = p.rot_dim / 2;
-  std::vector<float> cos_v(static_cast<size_t>(half)), sin_v(static_cast<size_t>(half));
   for (int64_t t = 0; t < tokens; ++t) {
     const float pos = static_cast<float>(positions[t]);
     for (int i = 0; i < half; ++i) {
       const float angle = pos * p.inv_freq[static_cast<size_t>(i)];  // float32 product, as transformers
-      cos_v[static_cast<size_t>(i)] = static_cast<float>(std::cos(static_cast<double>(angle)));
-      sin_v[static_cast<size_t>(i)] = static_cast<float>(std::sin(static_cast<double>(angle)));
+      cos[t * half + i] = static_cast<float>(std::cos(static_cast<double>(angle)));
+      sin[t * half + i] = static_cast<float>(std::sin(static_cast<double>(angle)));
     }
+  }
+}
+
+void rope(float* x, int64_t tokens, int64_t row_stride, int n_heads, const float* cos, const float* sin, const RopeParams& p) {
+  const int half = p.rot_dim / 2;
+  const bool rotate_half = p.layout == RopeLayout::kRotateHalf;
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* cos_t = cos + t * half;
+    const float* sin_t = sin + t * half;
     for (int h = 0; h < n_heads; ++h) {
       float* v = x + t * row_stride + static_cast<int64_t>(h) * p.head_dim;
       for (int i = 0; i < half; ++i) {
-        const int a = p.layout == RopeLayout::kRotateHalf ? i : 2 * i;
-        const int b = p.layout == RopeLayout::kRotateHalf ? i + half : 2 * i + 1;
+        const int a = rotate_half ? i : 2 * i;
+        const int b = rotate_half ? i + half : 2 * i + 1;
         const float x0 = v[a], x1 = v[b];
-        const float c = cos_v[static_cast<size_t>(i)], s = sin_v[static_cast<size_t>(i)];
-        v[a] = x0 * c - x1 * s;
-        v[b] = x1 * c + x0 * s;
+        v[a] = x0 * cos_t[i] - x1 * sin_t[i];
+        v[b] = x1 * cos_t[i] + x0 * sin_t[i];
       }
     }
+  }
+}
+
+void rope(float* x, int64_t tokens, int64_t row_stride, int n_heads, const int32_t* positions, const RopeParams& p) {
+  const auto half = static_cast<size_t>(p.rot_dim / 2);
+  std::vector<float> cos_v(half), sin_v(half);
+  for (int64_t t = 0; t < tokens; ++t) {
+    rope_angles(positions + t, 1, p, cos_v.data(), sin_v.data());
+    rope(x + t * row_stride, 1, row_stride, n_heads, cos_v.data(), sin_v.data(), p);
   }
 }
 

@@ -30,4 +30,12 @@ std::vector<float> rope_inv_freq(int rot_dim, float theta, const std::vector<flo
 // x + t * row_stride and is at position positions[t].
 void rope(float* x, int64_t tokens, int64_t row_stride, int n_heads, const int32_t* positions, const RopeParams& p);
 
+// The cosines and sines rope() rotates by, for `tokens` positions: cos[t * rot_dim/2 + i]
+// and sin[...] for pair i at positions[t]. A step computes them once for all its layers
+// and for queries and keys alike (the same values rope() computes per call).
+void rope_angles(const int32_t* positions, int64_t tokens, const RopeParams& p, float* cos, float* sin);
+
+// rope() with row t's angles from rope_angles (cos + t * rot_dim/2, sin likewise).
+void rope(float* x, int64_t tokens, int64_t row_stride, int n_heads, const float* cos, const float* sin, const RopeParams& p);
+
 }  // namespace sy::cpu

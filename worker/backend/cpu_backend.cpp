@@ -103,14 +103,25 @@ class CpuBackend::Step : public DecoderOps {
     });
   }
 
+  // Rotates queries and keys by angles computed once per step (the first layer's call),
+  // and stores the rows' keys and values, each chunk of rows on its own thread.
   void rope_and_cache(int l) override {
-    for_row_chunks(*b_.pool_, T_, [&](int64_t r0, int64_t r1) {
-      cpu::rope(&b_.qkv_[r0 * QKV_], r1 - r0, QKV_, c_.n_heads, &positions_[static_cast<size_t>(r0)], b_.rope_);
-      cpu::rope(&b_.qkv_[r0 * QKV_ + Q_], r1 - r0, QKV_, c_.n_kv_heads, &positions_[static_cast<size_t>(r0)], b_.rope_);
-    });
     ap_.cache.k = b_.kv_.get() + b_.layer_kv_floats_ * 2 * static_cast<size_t>(l);
     ap_.cache.v = ap_.cache.k + b_.layer_kv_floats_;
-    if (!cp_attention_) cpu::write_kv(ap_);  // a context-parallel rank stores its blocks' keys in attention()
+    const int64_t half = b_.rope_.rot_dim / 2;
+    const bool first = rope_cos_.empty();
+    if (first) {
+      rope_cos_.resize(static_cast<size_t>(T_ * half));
+      rope_sin_.resize(rope_cos_.size());
+    }
+    for_row_chunks(*b_.pool_, T_, [&](int64_t r0, int64_t r1) {
+      float* cos = &rope_cos_[static_cast<size_t>(r0 * half)];
+      float* sin = &rope_sin_[static_cast<size_t>(r0 * half)];
+      if (first) cpu::rope_angles(&positions_[static_cast<size_t>(r0)], r1 - r0, b_.rope_, cos, sin);
+      cpu::rope(&b_.qkv_[r0 * QKV_], r1 - r0, QKV_, c_.n_heads, cos, sin, b_.rope_);
+      cpu::rope(&b_.qkv_[r0 * QKV_ + Q_], r1 - r0, QKV_, c_.n_kv_heads, cos, sin, b_.rope_);
+      if (!cp_attention_) cpu::write_kv(ap_, r0, r1);  // a context-parallel rank stores its blocks' keys in attention()
+    });
   }
 
   void attention(int) override {
@@ -182,6 +193,7 @@ class CpuBackend::Step : public DecoderOps {
   const BatchPlan& plan_;
   const ModelConfig& c_;
   std::vector<int32_t> tokens_, positions_;
+  std::vector<float> rope_cos_, rope_sin_;  // [T_ × rot_dim/2]: this step's angles, from the first layer on
   const ContextSplit split_;
   const int64_t T_, H_, Q_, KV_, F_, QKV_;
   cpu::AttentionParams ap_;

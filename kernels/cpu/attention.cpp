@@ -39,7 +39,13 @@ void accumulate_scalar(const float* w, const float* v, int64_t n, int d, float* 
     for (int i = 0; i < d; ++i) acc[i] += w[j] * v[j * d + i];
 }
 
-const AttentionKernels kScalar = {scores_scalar, accumulate_scalar};
+double exp_sum_scalar(float* s, int64_t n, float max) {
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += (s[j] = std::exp(s[j] - max));
+  return sum;
+}
+
+const AttentionKernels kScalar = {scores_scalar, accumulate_scalar, exp_sum_scalar};
 
 }  // namespace
 
@@ -145,12 +151,7 @@ void paged_attention(const AttentionParams& p, ThreadPool& pool) {
           const int64_t n = std::min<int64_t>(bs, n_keys - j0);
           max_score = kern.scores(q, k, n, d, p.scale, scores.data() + j0, max_score);
         }
-        double denom = 0;
-        for (int64_t j = 0; j < n_keys; ++j) {
-          const float e = std::exp(scores[static_cast<size_t>(j)] - max_score);
-          scores[static_cast<size_t>(j)] = e;
-          denom += e;
-        }
+        const double denom = kern.exp_sum(scores.data(), n_keys, max_score);
         std::fill(acc.begin(), acc.end(), 0.0f);
         float* a = acc.data();
         for (int64_t j0 = 0; j0 < n_keys; j0 += bs) {

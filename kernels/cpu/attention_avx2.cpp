@@ -22,9 +22,32 @@ struct AttentionLanes8 {
     const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
   }
+  static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F max(F a, F b) { return _mm256_max_ps(a, b); }
+  static F round(F v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // 2^n for integral n in [−126, 127].
+  static F pow2(F n) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+  }
+  static F zero_below(F v, F x, float lo) { return _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(lo), _CMP_LT_OQ), v); }
+  struct D {
+    __m256d lo, hi;
+  };
+  static D dzero() { return {_mm256_setzero_pd(), _mm256_setzero_pd()}; }
+  static D dadd(D d, F v) {
+    return {_mm256_add_pd(d.lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v))),
+            _mm256_add_pd(d.hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)))};
+  }
+  static double dsum(D d) {
+    const __m256d s = _mm256_add_pd(d.lo, d.hi);
+    const __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
+  }
 };
 
-const AttentionKernels kKernels = {attention_scores<AttentionLanes8>, attention_accumulate<AttentionLanes8>};
+const AttentionKernels kKernels = {attention_scores<AttentionLanes8>, attention_accumulate<AttentionLanes8>,
+                                   attention_exp_sum<AttentionLanes8>};
 
 }  // namespace
 

@@ -18,9 +18,30 @@ struct AttentionLanes16 {
   static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
   static float hsum(F v) { return _mm512_reduce_add_ps(v); }
+  static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F max(F a, F b) { return _mm512_max_ps(a, b); }
+  static F round(F v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // 2^n for integral n in [−126, 127].
+  static F pow2(F n) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+  }
+  static F zero_below(F v, F x, float lo) {
+    return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(x, _mm512_set1_ps(lo), _CMP_LT_OQ), _mm512_setzero_ps());
+  }
+  struct D {
+    __m512d lo, hi;
+  };
+  static D dzero() { return {_mm512_setzero_pd(), _mm512_setzero_pd()}; }
+  static D dadd(D d, F v) {
+    return {_mm512_add_pd(d.lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v))),
+            _mm512_add_pd(d.hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))))};
+  }
+  static double dsum(D d) { return _mm512_reduce_add_pd(_mm512_add_pd(d.lo, d.hi)); }
 };
 
-const AttentionKernels kKernels = {attention_scores<AttentionLanes16>, attention_accumulate<AttentionLanes16>};
+const AttentionKernels kKernels = {attention_scores<AttentionLanes16>, attention_accumulate<AttentionLanes16>,
+                                   attention_exp_sum<AttentionLanes16>};
 
 }  // namespace
 

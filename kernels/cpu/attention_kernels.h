@@ -14,6 +14,11 @@ struct AttentionKernels {
   float (*scores)(const float* q, const float* k, int64_t n, int d, float scale, float* s, float running_max);
   // acc[i] += Σ_j w[j] · v[j * d + i] for i < d, j < n, in order of j.
   void (*accumulate)(const float* w, const float* v, int64_t n, int d, float* acc);
+  // s[j] = exp(s[j] − max) for j < n, in place (0 below exp's float32 range, NaN kept);
+  // returns Σ_j s[j], summed in float64. The SIMD levels use one polynomial for every
+  // element (a row's values depend on n only, never on where an element falls in a
+  // vector); the scalar level calls std::exp.
+  double (*exp_sum)(float* s, int64_t n, float max);
 };
 
 const AttentionKernels* attention_kernels_scalar();

@@ -4,7 +4,10 @@
 // internal linkage, so each file keeps its own copy compiled for its own level.
 //
 // V: `F` (the register type), kWidth floats in it, zero(), load(p), store(p, v), set1(x),
-// fma(a, b, c) = a·b + c, add(a, b), hsum(v).
+// fma(a, b, c) = a·b + c, add(a, b), hsum(v); for attention_exp_sum: exp(x) (vector_exp
+// below over V's round/pow2/underflow helpers) and `D`, a pair of float64 registers
+// holding kWidth sums: dzero(), dadd(D, v) (v widened exactly, added lane by lane),
+// dsum(D) (the lanes summed in a fixed order).
 #pragma once
 
 #include <algorithm>
@@ -85,6 +88,49 @@ void attention_accumulate(const float* w, const float* v, int64_t n, int d, floa
   for (; i + W <= d; i += W) accumulate_chunk<V, 1>(w, v + i, n, d, acc + i);
   for (; i < d; ++i)
     for (int64_t j = 0; j < n; ++j) acc[i] += w[j] * v[j * d + i];
+}
+
+// exp(x) for float32 lanes: x = n·ln 2 + r with n = round(x·log2 e) and r in
+// [−ln 2/2, ln 2/2] (ln 2 split in two so r is exact), e^r by Cephes' degree-6 expf
+// polynomial, times 2^n built in the exponent bits; lanes below −87.33 (where 2^n would
+// leave the normal range) give 0, NaN lanes stay NaN. Within 2 ulp of expf.
+template <class V>
+typename V::F vector_exp(typename V::F x) {
+  using F = typename V::F;
+  const F xc = V::max(V::set1(-87.33654f), x);  // NaN in x stays (max returns its second operand)
+  const F n = V::round(V::mul(xc, V::set1(1.44269504088896341f)));
+  F r = V::fma(n, V::set1(-0.693359375f), xc);
+  r = V::fma(n, V::set1(2.12194440e-4f), r);
+  F p = V::set1(1.9875691500e-4f);
+  p = V::fma(p, r, V::set1(1.3981999507e-3f));
+  p = V::fma(p, r, V::set1(8.3334519073e-3f));
+  p = V::fma(p, r, V::set1(4.1665795894e-2f));
+  p = V::fma(p, r, V::set1(1.6666665459e-1f));
+  p = V::fma(p, r, V::set1(5.0000001201e-1f));
+  const F y = V::add(V::fma(V::mul(p, r), r, r), V::set1(1.0f));
+  return V::zero_below(V::mul(y, V::pow2(n)), x, -87.33654f);
+}
+
+template <class V>
+double attention_exp_sum(float* s, int64_t n, float max) {
+  constexpr int W = V::kWidth;
+  const typename V::F m = V::set1(max);
+  typename V::D sum = V::dzero();
+  int64_t j = 0;
+  for (; j + W <= n; j += W) {
+    const typename V::F e = vector_exp<V>(V::sub(V::load(s + j), m));
+    V::store(s + j, e);
+    sum = V::dadd(sum, e);
+  }
+  if (j < n) {  // the tail through the same polynomial, padded with −inf (exp 0)
+    float tail[W];
+    for (int i = 0; i < W; ++i) tail[i] = j + i < n ? s[j + i] : -__builtin_inff();
+    const typename V::F e = vector_exp<V>(V::sub(V::load(tail), m));
+    V::store(tail, e);
+    for (int64_t i = 0; j + i < n; ++i) s[j + i] = tail[i];
+    sum = V::dadd(sum, e);
+  }
+  return V::dsum(sum);
 }
 
 }  // namespace

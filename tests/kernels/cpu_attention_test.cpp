@@ -3,7 +3,8 @@
 // the vector widths, sequences mixing prefill chunks and decode rows over scattered
 // blocks, outputs poisoned with NaN. Then invariance: a row's output is the same bits
 // whatever else is in the batch and however many threads run it (the decode split into
-// single heads and the grouped prefill tasks must compute each head alike).
+// single heads and the grouped prefill tasks must compute each head alike). And the
+// softmax exponentials of every level against float64 exp, specials included.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_kernels.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -196,6 +198,50 @@ TEST(CpuAttention, RowOutputIsTheSameBitsWhateverTheBatchAndThreads) {
     AttentionParams pg = again.params();
     paged_attention(pg, one);
     ASSERT_EQ(again.out, mixed.out) << simd_level_name(level);
+  }
+}
+
+// Each level's exp_sum against float64 exp: lengths on and off the vector widths, values
+// from 0 down past the float32 range, -inf (0), NaN (kept); within 2 ulp per value where
+// the result is normal, and the sum within float64 rounding of the values' own sum.
+TEST(CpuAttention, EveryLevelsExpSumMatchesFloat64Exp) {
+  std::vector<std::pair<const char*, const detail::AttentionKernels*>> tables = {{"scalar", detail::attention_kernels_scalar()}};
+  if (detected_simd_level() >= SimdLevel::kAvx2) tables.emplace_back("avx2", detail::attention_kernels_avx2());
+  if (detected_simd_level() >= SimdLevel::kAvx512) tables.emplace_back("avx512", detail::attention_kernels_avx512());
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> spread(-95.0f, 0.0f);
+  for (const auto& [name, k] : tables) {
+    ASSERT_NE(k, nullptr) << name;
+    for (const int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 100, 1000}) {
+      const float max = 3.5f;
+      std::vector<float> s(static_cast<size_t>(n));
+      for (float& v : s) v = max + spread(rng);
+      s[0] = max;  // exp(0) = 1
+      if (n > 2) s[1] = -INFINITY;
+      if (n > 3) s[2] = max - 87.0f;  // near the bottom of the normal range
+      const std::vector<float> in = s;
+      const double sum = k->exp_sum(s.data(), n, max);
+      double want_sum = 0, got_sum = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const double want = std::exp(static_cast<double>(in[static_cast<size_t>(j)]) - max);
+        const float got = s[static_cast<size_t>(j)];
+        ASSERT_FALSE(std::isnan(got)) << name << " n=" << n << " j=" << j;
+        if (want >= 1.2e-38)
+          EXPECT_LE(std::fabs(got - want), 2.5 * std::ldexp(1.0, std::ilogb(want) - 23))
+              << name << " n=" << n << " x=" << in[static_cast<size_t>(j)] - max << " got " << got << " want " << want;
+        else
+          EXPECT_LE(got, 1.2e-38) << name << " x=" << in[static_cast<size_t>(j)] - max;
+        want_sum += want;
+        got_sum += got;
+      }
+      EXPECT_EQ(s[0], 1.0f) << name;
+      if (n > 2) EXPECT_EQ(s[1], 0.0f) << name;
+      EXPECT_NEAR(sum, got_sum, 1e-12 * got_sum) << name << " n=" << n;
+      EXPECT_NEAR(sum, want_sum, 3e-7 * want_sum) << name << " n=" << n;
+    }
+    std::vector<float> with_nan = {0.0f, NAN, -1.0f, -2.0f, 0.5f, -3.0f, -4.0f, -5.0f, -6.0f};
+    EXPECT_TRUE(std::isnan(k->exp_sum(with_nan.data(), static_cast<int64_t>(with_nan.size()), 0.5f))) << name;
+    EXPECT_TRUE(std::isnan(with_nan[1])) << name;
   }
 }
 

@@ -15,7 +15,8 @@
 // (cuda: programmatic dependent launch on or off), mmasync / wgmma (cuda: the prefill
 // attention kernel; wgmma by default where available), host (fp32 logits copied to the
 // host and the argmax taken there, EngineOptions::device_sampling off; default: on the
-// device where the backend can), fast /
+// device where the backend can), kv16 (cpu: the KV cache in IEEE half,
+// BackendOptions::cpu_kv_f16), fast /
 // det (BackendOptions::deterministic off / on; default: the backend's own, cuda fast, cpu
 // det), detrowsN (det with the row count whose cuBLASLt choice becomes the fixed
 // algorithm). Arms with the same backend settings share one backend.
@@ -138,6 +139,7 @@ int main(int argc, char** argv) {
       bool device_sampling = true;
       std::optional<bool> deterministic;
       int32_t det_rows = BackendTuning{}.deterministic_gemm_rows;
+      bool kv16 = false;
       size_t backend = 0;
     };
     std::vector<Arm> arms;
@@ -155,6 +157,8 @@ int main(int argc, char** argv) {
           arm.deterministic = part == "det";
         else if (part.rfind("detrows", 0) == 0 && part.size() > 7 && part.find_first_not_of("0123456789", 7) == std::string::npos)
           arm.det_rows = std::stoi(part.substr(7)), arm.deterministic = true;
+        else if (part == "kv16")
+          arm.kv16 = true;
         else if (part == "mmasync" || part == "wgmma")
           arm.attention_kernel = part == "wgmma" ? 1 : 0;
         else if (part == "pdl" || part == "nopdl")
@@ -167,7 +171,7 @@ int main(int argc, char** argv) {
           arm.qgemm_rows = std::stoi(part.substr(5));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (fast, det, detrowsN, gemvN, qgemmN, pw4, pw8, pdl, nopdl, mmasync, wgmma, host, default)");
+                                "' (fast, det, detrowsN, gemvN, qgemmN, pw4, pw8, pdl, nopdl, mmasync, wgmma, kv16, host, default)");
       }
       arms.push_back(arm);
     }
@@ -186,7 +190,8 @@ int main(int argc, char** argv) {
                               (arm.attention_kernel != BackendTuning{}.prefill_attention_kernel
                                    ? (arm.attention_kernel ? "+wgmma" : "+mmasync")
                                    : "") +
-                              (!arm.deterministic ? "" : *arm.deterministic ? "+det" + std::to_string(arm.det_rows) : "+fast");
+                              (!arm.deterministic ? "" : *arm.deterministic ? "+det" + std::to_string(arm.det_rows) : "+fast") +
+                              (arm.kv16 ? "+kv16" : "");
       const auto found = std::find(backend_labels.begin(), backend_labels.end(), key);
       arm.backend = static_cast<size_t>(found - backend_labels.begin());
       if (found != backend_labels.end()) continue;
@@ -203,6 +208,7 @@ int main(int argc, char** argv) {
       opt.tuning.prefill_attention_kernel = arm.attention_kernel;
       opt.tuning.deterministic_gemm_rows = arm.det_rows;
       opt.deterministic = arm.deterministic;
+      opt.cpu_kv_f16 = arm.kv16;
       const auto t_load = std::chrono::steady_clock::now();
       backends.push_back(create_backend(a.get_or("device", "cpu"), *src, config, opt));
       backend_labels.push_back(key);

@@ -53,13 +53,19 @@ std::optional<bool> read_numerics(const Args& a) {
   return v == "deterministic";
 }
 
+bool read_kv_f16(const Args& a) {
+  const std::string v = a.get_or("kv-dtype", "f32");
+  if (v != "f32" && v != "f16") throw UsageError("--kv-dtype must be f32 or f16");
+  return v == "f16";
+}
+
 int32_t read_tp(const Args& a) { return int_in(a, "tp", 1, 1, 64); }
 
 int32_t read_pcp(const Args& a) { return int_in(a, "pcp", 1, 1, 64); }
 
 std::set<std::string> serve_flag_names() {
   std::set<std::string> names = {"model",        "host",          "port",       "boot-id",           "max-num-seqs", "kv-blocks",
-                                 "kv-memory-gb", "prefill-chunk", "block-size", "served-model-name", "http-threads", "numerics", "tp", "pcp"};
+                                 "kv-memory-gb", "prefill-chunk", "block-size", "served-model-name", "http-threads", "numerics", "tp", "pcp", "kv-dtype"};
   names.insert(std::begin(kLimitFlags), std::end(kLimitFlags));
   return names;
 }
@@ -91,6 +97,7 @@ ServeFlags read_serve_flags(const Args& a) {
   f.deterministic = read_numerics(a);
   f.tp = read_tp(a);
   f.pcp = read_pcp(a);
+  f.kv_f16 = read_kv_f16(a);
   return f;
 }
 

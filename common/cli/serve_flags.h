@@ -31,6 +31,7 @@ struct ServeFlags {
   std::optional<bool> deterministic;
   int32_t tp = 1;  // --tp: tensor-parallel ranks (BackendOptions::tp)
   int32_t pcp = 1;  // --pcp: context-parallel ranks (BackendOptions::pcp)
+  bool kv_f16 = false;  // --kv-dtype f32|f16: the cpu backend's KV cache type (BackendOptions::cpu_kv_f16)
   // The HTTP listener's limits (--max-header-bytes, --header-timeout-s, ...: the names
   // of replicas.yaml's `limits` fields with dashes), for http::apply_limits.
   LimitsConfig limits;
@@ -43,6 +44,9 @@ std::set<std::string> serve_flag_names();
 // backend's choice); throws UsageError for another value. The offline commands
 // (generate, eval) take it too.
 std::optional<bool> read_numerics(const Args& a);
+// --kv-dtype f32|f16 (default f32): true for f16; throws UsageError for another value.
+// The offline commands take it too.
+bool read_kv_f16(const Args& a);
 // --tp: tensor-parallel ranks, 1..64 (default 1); throws UsageError outside. The offline
 // commands take it too.
 int32_t read_tp(const Args& a);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/half.h"
 #include "kernels/cpu/attention_kernels.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/thread_pool.h"
@@ -14,19 +15,24 @@ namespace detail {
 
 namespace {
 
+inline float widen(float x) { return x; }
+inline float widen(uint16_t h) { return f16_to_f32(h); }
+
 // Eight independent partial sums let the compiler vectorize the reduction without
 // -ffast-math (which would reorder every other float sum too).
-inline float dot(const float* a, const float* b, int n) {
+template <class T>
+float dot(const float* a, const T* b, int n) {
   float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int i = 0;
   for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) part[j] += a[i + j] * b[i + j];
+    for (int j = 0; j < 8; ++j) part[j] += a[i + j] * widen(b[i + j]);
   float s = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-  for (; i < n; ++i) s += a[i] * b[i];
+  for (; i < n; ++i) s += a[i] * widen(b[i]);
   return s;
 }
 
-float scores_scalar(const float* q, const float* k, int64_t n, int d, float scale, float* s, float running_max) {
+template <class T>
+float scores_scalar(const float* q, const T* k, int64_t n, int d, float scale, float* s, float running_max) {
   for (int64_t j = 0; j < n; ++j) {
     s[j] = dot(q, k + j * d, d) * scale;
     running_max = std::max(running_max, s[j]);
@@ -34,9 +40,14 @@ float scores_scalar(const float* q, const float* k, int64_t n, int d, float scal
   return running_max;
 }
 
-void accumulate_scalar(const float* w, const float* v, int64_t n, int d, float* acc) {
+template <class T>
+void accumulate_scalar(const float* w, const T* v, int64_t n, int d, float* acc) {
   for (int64_t j = 0; j < n; ++j)
-    for (int i = 0; i < d; ++i) acc[i] += w[j] * v[j * d + i];
+    for (int i = 0; i < d; ++i) acc[i] += w[j] * widen(v[j * d + i]);
+}
+
+void to_f16_scalar(const float* src, uint16_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
 
 double exp_sum_scalar(float* s, int64_t n, float max) {
@@ -45,7 +56,8 @@ double exp_sum_scalar(float* s, int64_t n, float max) {
   return sum;
 }
 
-const AttentionKernels kScalar = {scores_scalar, accumulate_scalar, exp_sum_scalar};
+const AttentionKernels kScalar = {scores_scalar<float>,    accumulate_scalar<float>,    exp_sum_scalar,
+                                  scores_scalar<uint16_t>, accumulate_scalar<uint16_t>, to_f16_scalar};
 
 }  // namespace
 
@@ -91,6 +103,7 @@ const AttentionKernels& kernels() {
 void write_kv(const AttentionParams& p) { write_kv(p, 0, p.cu_seqlens[p.table.num_seqs]); }
 
 void write_kv(const AttentionParams& p, int64_t row_begin, int64_t row_end) {
+  const auto to_f16 = kernels().to_f16;
   const int64_t d = p.head_dim;
   const int64_t bs = p.table.block_size;
   for (int32_t s = 0; s < p.table.num_seqs; ++s) {
@@ -102,8 +115,15 @@ void write_kv(const AttentionParams& p, int64_t row_begin, int64_t row_end) {
       const int64_t slot = p.table.slot_of(pos);
       for (int64_t h = 0; h < p.n_kv_heads; ++h) {
         const int64_t dst = ((block * p.n_kv_heads + h) * bs + slot) * d;
-        std::memcpy(p.cache.k + dst, p.k_new + t * p.kv_stride + h * d, static_cast<size_t>(d) * 4);
-        std::memcpy(p.cache.v + dst, p.v_new + t * p.kv_stride + h * d, static_cast<size_t>(d) * 4);
+        const float* k = p.k_new + t * p.kv_stride + h * d;
+        const float* v = p.v_new + t * p.kv_stride + h * d;
+        if (p.cache.k16) {
+          to_f16(k, p.cache.k16 + dst, d);
+          to_f16(v, p.cache.v16 + dst, d);
+        } else {
+          std::memcpy(p.cache.k + dst, k, static_cast<size_t>(d) * 4);
+          std::memcpy(p.cache.v + dst, v, static_cast<size_t>(d) * 4);
+        }
       }
     }
   }
@@ -125,6 +145,7 @@ void paged_attention(const AttentionParams& p, ThreadPool& pool) {
     tasks = std::move(heads);
   }
   const AttentionKernels& kern = kernels();
+  const bool half = p.cache.k16 != nullptr;
   const int d = p.head_dim;
   const int32_t bs = p.table.block_size;
 
@@ -147,17 +168,21 @@ void paged_attention(const AttentionParams& p, ThreadPool& pool) {
         const float* q = p.q + row * p.q_stride + static_cast<int64_t>(head) * d;
         float max_score = -INFINITY;
         for (int64_t j0 = 0; j0 < n_keys; j0 += bs) {
-          const float* k = p.cache.k + ((static_cast<int64_t>(blocks[j0 / bs]) * p.n_kv_heads + task.kv_head) * bs) * d;
+          const int64_t at = ((static_cast<int64_t>(blocks[j0 / bs]) * p.n_kv_heads + task.kv_head) * bs) * d;
           const int64_t n = std::min<int64_t>(bs, n_keys - j0);
-          max_score = kern.scores(q, k, n, d, p.scale, scores.data() + j0, max_score);
+          max_score = half ? kern.scores_f16(q, p.cache.k16 + at, n, d, p.scale, scores.data() + j0, max_score)
+                           : kern.scores(q, p.cache.k + at, n, d, p.scale, scores.data() + j0, max_score);
         }
         const double denom = kern.exp_sum(scores.data(), n_keys, max_score);
         std::fill(acc.begin(), acc.end(), 0.0f);
         float* a = acc.data();
         for (int64_t j0 = 0; j0 < n_keys; j0 += bs) {
-          const float* v = p.cache.v + ((static_cast<int64_t>(blocks[j0 / bs]) * p.n_kv_heads + task.kv_head) * bs) * d;
+          const int64_t at = ((static_cast<int64_t>(blocks[j0 / bs]) * p.n_kv_heads + task.kv_head) * bs) * d;
           const int64_t n = std::min<int64_t>(bs, n_keys - j0);
-          kern.accumulate(scores.data() + j0, v, n, d, a);
+          if (half)
+            kern.accumulate_f16(scores.data() + j0, p.cache.v16 + at, n, d, a);
+          else
+            kern.accumulate(scores.data() + j0, p.cache.v + at, n, d, a);
         }
         float* out = p.out + row * static_cast<int64_t>(p.n_heads) * d + static_cast<int64_t>(head) * d;
         const float inv = static_cast<float>(1.0 / denom);

@@ -10,11 +10,16 @@ namespace sy::cpu {
 
 class ThreadPool;
 
-// KV cache of one layer: [num_blocks, n_kv_heads, block_size, head_dim] float32, so
-// that one head's keys in a block are contiguous for the decode loop.
+// KV cache of one layer: [num_blocks, n_kv_heads, block_size, head_dim], so that one
+// head's keys in a block are contiguous for the decode loop. float32 in k and v; or, where
+// k16 and v16 are set (k and v then unused), IEEE half: half the bytes a decode step
+// reads, each value rounded once (to nearest even) when write_kv stores it and widened
+// exactly when read, so prefill and decode read the same values.
 struct KvLayer {
   float* k = nullptr;
   float* v = nullptr;
+  uint16_t* k16 = nullptr;
+  uint16_t* v16 = nullptr;
 };
 
 struct AttentionParams {

@@ -13,6 +13,10 @@ struct AttentionLanes8 {
   static constexpr int kWidth = 8;
   static F zero() { return _mm256_setzero_ps(); }
   static F load(const float* p) { return _mm256_loadu_ps(p); }
+  static F load(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static void to_f16(const float* src, uint16_t* dst) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_cvtps_ph(_mm256_loadu_ps(src), _MM_FROUND_TO_NEAREST_INT));
+  }
   static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
   static F set1(float x) { return _mm256_set1_ps(x); }
   static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
@@ -46,8 +50,7 @@ struct AttentionLanes8 {
   }
 };
 
-const AttentionKernels kKernels = {attention_scores<AttentionLanes8>, attention_accumulate<AttentionLanes8>,
-                                   attention_exp_sum<AttentionLanes8>};
+constexpr AttentionKernels kKernels = attention_kernel_table<AttentionLanes8>();
 
 }  // namespace
 

@@ -13,6 +13,10 @@ struct AttentionLanes16 {
   static constexpr int kWidth = 16;
   static F zero() { return _mm512_setzero_ps(); }
   static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static F load(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static void to_f16(const float* src, uint16_t* dst) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtps_ph(_mm512_loadu_ps(src), _MM_FROUND_TO_NEAREST_INT));
+  }
   static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
   static F set1(float x) { return _mm512_set1_ps(x); }
   static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
@@ -40,8 +44,7 @@ struct AttentionLanes16 {
   static double dsum(D d) { return _mm512_reduce_add_pd(_mm512_add_pd(d.lo, d.hi)); }
 };
 
-const AttentionKernels kKernels = {attention_scores<AttentionLanes16>, attention_accumulate<AttentionLanes16>,
-                                   attention_exp_sum<AttentionLanes16>};
+constexpr AttentionKernels kKernels = attention_kernel_table<AttentionLanes16>();
 
 }  // namespace
 

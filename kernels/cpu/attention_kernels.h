@@ -19,6 +19,12 @@ struct AttentionKernels {
   // element (a row's values depend on n only, never on where an element falls in a
   // vector); the scalar level calls std::exp.
   double (*exp_sum)(float* s, int64_t n, float max);
+  // scores and accumulate over an IEEE half cache (KvLayer::k16/v16), each value widened
+  // exactly, the float32 arithmetic the same as theirs.
+  float (*scores_f16)(const float* q, const uint16_t* k, int64_t n, int d, float scale, float* s, float running_max);
+  void (*accumulate_f16)(const float* w, const uint16_t* v, int64_t n, int d, float* acc);
+  // dst[i] = src[i] as IEEE half, rounded to nearest even (NaN stays NaN), for i < n.
+  void (*to_f16)(const float* src, uint16_t* dst, int64_t n);
 };
 
 const AttentionKernels* attention_kernels_scalar();

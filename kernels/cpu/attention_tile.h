@@ -3,25 +3,30 @@
 // attention_avx512.cpp), each compiled with its own target flags. Everything here has
 // internal linkage, so each file keeps its own copy compiled for its own level.
 //
-// V: `F` (the register type), kWidth floats in it, zero(), load(p), store(p, v), set1(x),
-// fma(a, b, c) = a·b + c, add(a, b), hsum(v); for attention_exp_sum: exp(x) (vector_exp
-// below over V's round/pow2/underflow helpers) and `D`, a pair of float64 registers
-// holding kWidth sums: dzero(), dadd(D, v) (v widened exactly, added lane by lane),
-// dsum(D) (the lanes summed in a fixed order).
+// V: `F` (the register type), kWidth floats in it, zero(), load(p) (p float, or uint16_t
+// IEEE half widened exactly), store(p, v), set1(x), fma(a, b, c) = a·b + c, add(a, b),
+// hsum(v), to_f16(src, dst) (kWidth floats rounded to half, nearest even); for
+// attention_exp_sum: sub, mul, max, round, pow2 and zero_below (vector_exp below) and
+// `D`, a pair of float64 registers holding kWidth sums: dzero(), dadd(D, v) (v widened
+// exactly, added lane by lane), dsum(D) (the lanes summed in a fixed order).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
+#include "common/half.h"
 #include "kernels/cpu/attention_kernels.h"
 
 namespace sy::cpu::detail {
 namespace {
 
+inline float widen(float x) { return x; }
+inline float widen(uint16_t h) { return f16_to_f32(h); }
+
 // Two accumulators, as attention_scores() keeps for each of its four keys; the tail
 // loops take a head dimension that is not a multiple of 2·kWidth.
-template <class V>
-float attention_dot(const float* a, const float* b, int d) {
+template <class V, class T>
+float attention_dot(const float* a, const T* b, int d) {
   constexpr int W = V::kWidth;
   typename V::F s0 = V::zero(), s1 = V::zero();
   int i = 0;
@@ -31,19 +36,19 @@ float attention_dot(const float* a, const float* b, int d) {
   }
   for (; i + W <= d; i += W) s0 = V::fma(V::load(a + i), V::load(b + i), s0);
   float s = V::hsum(V::add(s0, s1));
-  for (; i < d; ++i) s += a[i] * b[i];
+  for (; i < d; ++i) s += a[i] * widen(b[i]);
   return s;
 }
 
 // Four keys at a time: their independent sums hide the FMA latency that one key's short
 // reduction (d / kWidth FMAs) cannot. Each key's sum is the same as attention_dot()'s.
-template <class V>
-float attention_scores(const float* q, const float* k, int64_t n, int d, float scale, float* s, float running_max) {
+template <class V, class T>
+float attention_scores(const float* q, const T* k, int64_t n, int d, float scale, float* s, float running_max) {
   constexpr int W = V::kWidth;
   int64_t j = 0;
   if (d % (2 * W) == 0) {
     for (; j + 4 <= n; j += 4) {
-      const float* k0 = k + j * d;
+      const T* k0 = k + j * d;
       typename V::F a[4][2];
       for (int r = 0; r < 4; ++r) a[r][0] = a[r][1] = V::zero();
       for (int i = 0; i < d; i += 2 * W) {
@@ -60,15 +65,15 @@ float attention_scores(const float* q, const float* k, int64_t n, int d, float s
     }
   }
   for (; j < n; ++j) {
-    s[j] = attention_dot<V>(q, k + j * d, d) * scale;
+    s[j] = attention_dot<V, T>(q, k + j * d, d) * scale;
     running_max = std::max(running_max, s[j]);
   }
   return running_max;
 }
 
 // R registers of acc (R · kWidth floats) stay live across the keys.
-template <class V, int R>
-void accumulate_chunk(const float* w, const float* v, int64_t n, int d, float* acc) {
+template <class V, int R, class T>
+void accumulate_chunk(const float* w, const T* v, int64_t n, int d, float* acc) {
   constexpr int W = V::kWidth;
   typename V::F a[R];
   for (int r = 0; r < R; ++r) a[r] = V::load(acc + W * r);
@@ -79,16 +84,25 @@ void accumulate_chunk(const float* w, const float* v, int64_t n, int d, float* a
   for (int r = 0; r < R; ++r) V::store(acc + W * r, a[r]);
 }
 
-template <class V>
-void attention_accumulate(const float* w, const float* v, int64_t n, int d, float* acc) {
+template <class V, class T>
+void attention_accumulate(const float* w, const T* v, int64_t n, int d, float* acc) {
   constexpr int W = V::kWidth;
   int i = 0;
-  for (; i + 8 * W <= d; i += 8 * W) accumulate_chunk<V, 8>(w, v + i, n, d, acc + i);
-  for (; i + 4 * W <= d; i += 4 * W) accumulate_chunk<V, 4>(w, v + i, n, d, acc + i);
-  for (; i + W <= d; i += W) accumulate_chunk<V, 1>(w, v + i, n, d, acc + i);
+  for (; i + 8 * W <= d; i += 8 * W) accumulate_chunk<V, 8, T>(w, v + i, n, d, acc + i);
+  for (; i + 4 * W <= d; i += 4 * W) accumulate_chunk<V, 4, T>(w, v + i, n, d, acc + i);
+  for (; i + W <= d; i += W) accumulate_chunk<V, 1, T>(w, v + i, n, d, acc + i);
   for (; i < d; ++i)
-    for (int64_t j = 0; j < n; ++j) acc[i] += w[j] * v[j * d + i];
+    for (int64_t j = 0; j < n; ++j) acc[i] += w[j] * widen(v[j * d + i]);
 }
+
+template <class V>
+void attention_to_f16(const float* src, uint16_t* dst, int64_t n) {
+  constexpr int W = V::kWidth;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) V::to_f16(src + i, dst + i);
+  for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
 
 // exp(x) for float32 lanes: x = n·ln 2 + r with n = round(x·log2 e) and r in
 // [−ln 2/2, ln 2/2] (ln 2 split in two so r is exact), e^r by Cephes' degree-6 expf
@@ -131,6 +145,13 @@ double attention_exp_sum(float* s, int64_t n, float max) {
     sum = V::dadd(sum, e);
   }
   return V::dsum(sum);
+}
+
+// The table of one level, for its vector-traits type V.
+template <class V>
+constexpr AttentionKernels attention_kernel_table() {
+  return {attention_scores<V, float>,    attention_accumulate<V, float>,    attention_exp_sum<V>,
+          attention_scores<V, uint16_t>, attention_accumulate<V, uint16_t>, attention_to_f16<V>};
 }
 
 }  // namespace

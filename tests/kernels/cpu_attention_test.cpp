@@ -3,8 +3,10 @@
 // the vector widths, sequences mixing prefill chunks and decode rows over scattered
 // blocks, outputs poisoned with NaN. Then invariance: a row's output is the same bits
 // whatever else is in the batch and however many threads run it (the decode split into
-// single heads and the grouped prefill tasks must compute each head alike). And the
-// softmax exponentials of every level against float64 exp, specials included.
+// single heads and the grouped prefill tasks must compute each head alike). Each with a
+// float32 and an IEEE half cache (the reference reading the half values). And the
+// softmax exponentials of every level against float64 exp, and each level's conversion
+// to half against the scalar one, specials included.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/half.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_kernels.h"
 #include "kernels/cpu/linear.h"
@@ -33,6 +36,8 @@ struct Batch {
   std::vector<int32_t> ctx, rows;
   std::vector<int32_t> indptr, indices, last_len, cu, positions;
   std::vector<float> q, k_new, v_new, k_cache, v_cache, out, lse;
+  bool half = false;  // the cache in k16/v16 (to_half)
+  std::vector<uint16_t> k16, v16;
 
   Batch(Shape s, std::vector<int32_t> contexts, std::vector<int32_t> query_rows, std::mt19937& rng)
       : shape(s), ctx(std::move(contexts)), rows(std::move(query_rows)) {
@@ -67,6 +72,15 @@ struct Batch {
     lse.assign(T * static_cast<size_t>(s.n_heads), NAN);
   }
 
+  // The cache from here on in IEEE half: the earlier positions' keys and values rounded.
+  void to_half() {
+    half = true;
+    for (auto [from, to] : {std::pair{&k_cache, &k16}, std::pair{&v_cache, &v16}}) {
+      to->resize(from->size());
+      for (size_t i = 0; i < from->size(); ++i) (*to)[i] = f32_to_f16((*from)[i]);
+    }
+  }
+
   AttentionParams params() {
     AttentionParams p;
     p.n_heads = shape.n_heads;
@@ -80,7 +94,7 @@ struct Batch {
     p.kv_stride = static_cast<int64_t>(shape.n_kv_heads) * shape.head_dim;
     p.out = out.data();
     p.lse = lse.data();
-    p.cache = {k_cache.data(), v_cache.data()};
+    p.cache = half ? KvLayer{nullptr, nullptr, k16.data(), v16.data()} : KvLayer{k_cache.data(), v_cache.data()};
     p.table = {indptr.data(), indices.data(), last_len.data(), static_cast<int32_t>(ctx.size()), shape.block_size};
     p.cu_seqlens = cu.data();
     p.positions = positions.data();
@@ -95,16 +109,19 @@ struct Batch {
     const int64_t n_keys = positions[static_cast<size_t>(t)] + 1;
     const int kv = h / (s.n_heads / s.n_kv_heads);
     const int d = s.head_dim;
-    auto key = [&](const std::vector<float>& cache, int64_t j) {
+    // Element i of key (or value) j, as the cache holds it.
+    auto key = [&](bool value, int64_t j, int i) -> double {
       const int32_t block = indices[static_cast<size_t>(indptr[static_cast<size_t>(seq)] + j / s.block_size)];
-      return cache.data() + ((static_cast<int64_t>(block) * s.n_kv_heads + kv) * s.block_size + j % s.block_size) * d;
+      const auto at = static_cast<size_t>(((static_cast<int64_t>(block) * s.n_kv_heads + kv) * s.block_size + j % s.block_size) * d + i);
+      if (half) return f16_to_f32((value ? v16 : k16)[at]);
+      return (value ? v_cache : k_cache)[at];
     };
     const float* qr = q.data() + t * s.n_heads * d + static_cast<int64_t>(h) * d;
     std::vector<double> sc(static_cast<size_t>(n_keys));
     double mx = -INFINITY;
     for (int64_t j = 0; j < n_keys; ++j) {
       double dot = 0;
-      for (int i = 0; i < d; ++i) dot += static_cast<double>(qr[i]) * key(k_cache, j)[i];
+      for (int i = 0; i < d; ++i) dot += static_cast<double>(qr[i]) * key(false, j, i);
       sc[static_cast<size_t>(j)] = dot / std::sqrt(static_cast<double>(d));
       mx = std::max(mx, sc[static_cast<size_t>(j)]);
     }
@@ -112,7 +129,7 @@ struct Batch {
     for (double& x : sc) denom += (x = std::exp(x - mx));
     o.assign(static_cast<size_t>(d), 0.0);
     for (int64_t j = 0; j < n_keys; ++j)
-      for (int i = 0; i < d; ++i) o[static_cast<size_t>(i)] += sc[static_cast<size_t>(j)] * key(v_cache, j)[i] / denom;
+      for (int i = 0; i < d; ++i) o[static_cast<size_t>(i)] += sc[static_cast<size_t>(j)] * key(true, j, i) / denom;
     lse_out = mx + std::log(denom);
   }
 };
@@ -135,32 +152,35 @@ TEST(CpuAttention, EveryLevelMatchesFloat64OnMixedBatches) {
   const Shape shapes[] = {{16, 8, 128, 16}, {8, 2, 64, 16}, {4, 1, 72, 8}, {6, 6, 40, 4}, {8, 2, 256, 16}};
   for (const SimdLevel level : levels()) {
     ASSERT_EQ(set_simd_level(level), level);
-    for (const Shape& s : shapes) {
-      // A decode row at a block boundary, a decode row mid-block, a prefill chunk of 37
-      // rows after 50 cached tokens, and a whole prompt of 5.
-      Batch b(s, {33, 70, 87, 5}, {1, 1, 37, 5}, rng);
-      AttentionParams p = b.params();
-      write_kv(p);
-      paged_attention(p, pool);
-      std::vector<double> o;
-      double lse = 0;
-      const int64_t T = b.cu.back();
-      for (int64_t t = 0; t < T; ++t)
-        for (int h = 0; h < s.n_heads; ++h) {
-          b.reference(t, h, o, lse);
-          const float* got = b.out.data() + (t * s.n_heads + h) * s.head_dim;
-          double err = 0, norm = 0;
-          for (int i = 0; i < s.head_dim; ++i) {
-            ASSERT_FALSE(std::isnan(got[i])) << simd_level_name(level) << " row " << t << " head " << h;
-            err = std::max(err, std::fabs(got[i] - o[static_cast<size_t>(i)]));
-            norm = std::max(norm, std::fabs(o[static_cast<size_t>(i)]));
+    for (const bool half : {false, true}) {
+      for (const Shape& s : shapes) {
+        // A decode row at a block boundary, a decode row mid-block, a prefill chunk of 37
+        // rows after 50 cached tokens, and a whole prompt of 5.
+        Batch b(s, {33, 70, 87, 5}, {1, 1, 37, 5}, rng);
+        if (half) b.to_half();
+        AttentionParams p = b.params();
+        write_kv(p);
+        paged_attention(p, pool);
+        std::vector<double> o;
+        double lse = 0;
+        const int64_t T = b.cu.back();
+        for (int64_t t = 0; t < T; ++t)
+          for (int h = 0; h < s.n_heads; ++h) {
+            b.reference(t, h, o, lse);
+            const float* got = b.out.data() + (t * s.n_heads + h) * s.head_dim;
+            double err = 0, norm = 0;
+            for (int i = 0; i < s.head_dim; ++i) {
+              ASSERT_FALSE(std::isnan(got[i])) << simd_level_name(level) << " half " << half << " row " << t << " head " << h;
+              err = std::max(err, std::fabs(got[i] - o[static_cast<size_t>(i)]));
+              norm = std::max(norm, std::fabs(o[static_cast<size_t>(i)]));
+            }
+            // float32 scores of d products and sums over ≤ 87 keys: a few ulps of the
+            // largest output per head.
+            ASSERT_LE(err, 2e-5 * std::max(norm, 1.0))
+                << simd_level_name(level) << " half " << half << " d=" << s.head_dim << " row " << t << " head " << h;
+            ASSERT_NEAR(b.lse[static_cast<size_t>(t * s.n_heads + h)], lse, 1e-4 * std::max(1.0, std::fabs(lse)));
           }
-          // float32 scores of d products and sums over ≤ 87 keys: a few ulps of the
-          // largest output per head.
-          ASSERT_LE(err, 2e-5 * std::max(norm, 1.0))
-              << simd_level_name(level) << " d=" << s.head_dim << " row " << t << " head " << h;
-          ASSERT_NEAR(b.lse[static_cast<size_t>(t * s.n_heads + h)], lse, 1e-4 * std::max(1.0, std::fabs(lse)));
-        }
+      }
     }
   }
 }
@@ -175,29 +195,33 @@ TEST(CpuAttention, RowOutputIsTheSameBitsWhateverTheBatchAndThreads) {
   ThreadPool one(1), four(4);
   for (const SimdLevel level : levels()) {
     set_simd_level(level);
-    Batch mixed(s, {300, 120, 41}, {1, 40, 1}, rng);
-    Batch alone = mixed;  // the first sequence on its own
-    alone.ctx = {300};
-    alone.rows = {1};
-    alone.indptr.resize(2);
-    alone.last_len.resize(1);
-    alone.cu = {0, 1};
-    alone.positions.resize(1);
-    alone.out.assign(static_cast<size_t>(s.n_heads * s.head_dim), NAN);
-    alone.lse.assign(static_cast<size_t>(s.n_heads), NAN);
-    AttentionParams pa = alone.params(), pm = mixed.params();
-    write_kv(pa);
-    paged_attention(pa, one);
-    write_kv(pm);
-    paged_attention(pm, four);
-    for (int i = 0; i < s.n_heads * s.head_dim; ++i)
-      ASSERT_EQ(alone.out[static_cast<size_t>(i)], mixed.out[static_cast<size_t>(i)]) << simd_level_name(level) << " " << i;
-    // The last decode row too, against the same batch on one thread.
-    Batch again = mixed;
-    again.out.assign(again.out.size(), NAN);
-    AttentionParams pg = again.params();
-    paged_attention(pg, one);
-    ASSERT_EQ(again.out, mixed.out) << simd_level_name(level);
+    for (const bool half : {false, true}) {
+      Batch mixed(s, {300, 120, 41}, {1, 40, 1}, rng);
+      if (half) mixed.to_half();
+      Batch alone = mixed;  // the first sequence on its own
+      alone.ctx = {300};
+      alone.rows = {1};
+      alone.indptr.resize(2);
+      alone.last_len.resize(1);
+      alone.cu = {0, 1};
+      alone.positions.resize(1);
+      alone.out.assign(static_cast<size_t>(s.n_heads * s.head_dim), NAN);
+      alone.lse.assign(static_cast<size_t>(s.n_heads), NAN);
+      AttentionParams pa = alone.params(), pm = mixed.params();
+      write_kv(pa);
+      paged_attention(pa, one);
+      write_kv(pm);
+      paged_attention(pm, four);
+      for (int i = 0; i < s.n_heads * s.head_dim; ++i)
+        ASSERT_EQ(alone.out[static_cast<size_t>(i)], mixed.out[static_cast<size_t>(i)])
+            << simd_level_name(level) << " half " << half << " " << i;
+      // The last decode row too, against the same batch on one thread.
+      Batch again = mixed;
+      again.out.assign(again.out.size(), NAN);
+      AttentionParams pg = again.params();
+      paged_attention(pg, one);
+      ASSERT_EQ(again.out, mixed.out) << simd_level_name(level) << " half " << half;
+    }
   }
 }
 
@@ -226,22 +250,66 @@ TEST(CpuAttention, EveryLevelsExpSumMatchesFloat64Exp) {
         const double want = std::exp(static_cast<double>(in[static_cast<size_t>(j)]) - max);
         const float got = s[static_cast<size_t>(j)];
         ASSERT_FALSE(std::isnan(got)) << name << " n=" << n << " j=" << j;
-        if (want >= 1.2e-38)
+        if (want >= 1.2e-38) {
           EXPECT_LE(std::fabs(got - want), 2.5 * std::ldexp(1.0, std::ilogb(want) - 23))
               << name << " n=" << n << " x=" << in[static_cast<size_t>(j)] - max << " got " << got << " want " << want;
-        else
+        } else {
           EXPECT_LE(got, 1.2e-38) << name << " x=" << in[static_cast<size_t>(j)] - max;
+        }
         want_sum += want;
         got_sum += got;
       }
       EXPECT_EQ(s[0], 1.0f) << name;
-      if (n > 2) EXPECT_EQ(s[1], 0.0f) << name;
+      if (n > 2) {
+        EXPECT_EQ(s[1], 0.0f) << name;
+      }
       EXPECT_NEAR(sum, got_sum, 1e-12 * got_sum) << name << " n=" << n;
       EXPECT_NEAR(sum, want_sum, 3e-7 * want_sum) << name << " n=" << n;
     }
     std::vector<float> with_nan = {0.0f, NAN, -1.0f, -2.0f, 0.5f, -3.0f, -4.0f, -5.0f, -6.0f};
     EXPECT_TRUE(std::isnan(k->exp_sum(with_nan.data(), static_cast<int64_t>(with_nan.size()), 0.5f))) << name;
     EXPECT_TRUE(std::isnan(with_nan[1])) << name;
+  }
+}
+
+// Each level's conversion to half gives the scalar one's bits (IEEE round to nearest even
+// in both): values across the whole range, ties, half's subnormals, overflow to infinity,
+// signed zeros and infinities; NaN stays NaN. Lengths on and off the vector widths.
+TEST(CpuAttention, EveryLevelsHalfConversionIsTheScalarOne) {
+  std::vector<float> in;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  for (int e = -30; e <= 18; ++e)
+    for (int r = 0; r < 24; ++r) in.push_back((r % 2 ? -1.0f : 1.0f) * std::ldexp(mant(rng), e));
+  for (const float x : {0.0f, -0.0f, INFINITY, -INFINITY, 65504.0f, 65519.0f, 65520.0f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048,
+                        5.9604645e-8f, 2.9802322e-8f, 8.9406967e-8f, 6.1035156e-5f, 6.0975552e-5f})
+    in.push_back(x);
+  in.push_back(NAN);
+  const auto n = static_cast<int64_t>(in.size());
+  std::vector<uint16_t> want(in.size());
+  detail::attention_kernels_scalar()->to_f16(in.data(), want.data(), n);
+  std::vector<std::pair<const char*, const detail::AttentionKernels*>> tables;
+  if (detected_simd_level() >= SimdLevel::kAvx2) tables.emplace_back("avx2", detail::attention_kernels_avx2());
+  if (detected_simd_level() >= SimdLevel::kAvx512) tables.emplace_back("avx512", detail::attention_kernels_avx512());
+  for (const auto& [name, k] : tables)
+    for (const int64_t len : {n, n - 1, n - 7}) {
+      std::vector<uint16_t> got(in.size(), 0xbeef);
+      k->to_f16(in.data(), got.data(), len);
+      for (int64_t i = 0; i < len; ++i) {
+        if (std::isnan(in[static_cast<size_t>(i)])) {
+          EXPECT_TRUE(std::isnan(f16_to_f32(got[static_cast<size_t>(i)]))) << name;
+          continue;
+        }
+        ASSERT_EQ(got[static_cast<size_t>(i)], want[static_cast<size_t>(i)]) << name << " x=" << in[static_cast<size_t>(i)];
+      }
+      for (int64_t i = len; i < n; ++i) ASSERT_EQ(got[static_cast<size_t>(i)], 0xbeef) << name << " wrote past n";
+    }
+  // And the scalar one against the definition: every half value converts back to itself.
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = f16_to_f32(static_cast<uint16_t>(h));
+    if (!std::isnan(f)) {
+      ASSERT_EQ(f32_to_f16(f), h);
+    }
   }
 }
 

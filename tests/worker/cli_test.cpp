@@ -170,6 +170,9 @@ TEST(WorkerCli, BadUsageIsReportedNotCrashed) {
   EXPECT_EQ(run_worker("generate --model " + m + " --prompt hi --max-tokens 5000").status, 1);  // beyond the context
   EXPECT_EQ(run_worker("eval --model /nonexistent --prompt-ids 1 --logits-out /dev/null").status, 1);
   EXPECT_EQ(run_worker("tokenize --model " + m + " --text hi --bogus").status, 2);
+  EXPECT_EQ(run_worker("generate --model " + m + " --prompt hi --max-tokens 2 --kv-dtype f8").status, 2);
+  EXPECT_EQ(run_worker("generate --model " + m + " --prompt hi --max-tokens 2 --kv-dtype f16 --pcp 2").status, 1);  // not yet
+  EXPECT_EQ(run_worker("generate --model " + m + " --prompt hi --max-tokens 2 --kv-dtype f16").status, 0);
 }
 
 // make-model: a valid GGUF in the preset's shape with the source's tokenizer and chat

@@ -40,15 +40,17 @@ void Backend::forward_sample(const BatchPlan&, std::span<const RowSampling>,
   throw std::logic_error("backend '" + name() + "' does not sample on the device");
 }
 
-size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size) {
+size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size, size_t bytes_per_value) {
   return static_cast<size_t>(c.n_layers) * static_cast<size_t>(block_size) *
-         static_cast<size_t>(c.kv_dim()) * 2 * sizeof(float);
+         static_cast<size_t>(c.kv_dim()) * 2 * bytes_per_value;
 }
 
 std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSource& src,
                                         const ModelConfig& config, const BackendOptions& options) {
   if (options.tp < 1 || options.tp > 64) throw std::invalid_argument("tp must be in 1..64");
   if (options.pcp < 1 || options.pcp > 64) throw std::invalid_argument("pcp must be in 1..64");
+  if (name != "cpu" && options.cpu_kv_f16)
+    throw std::invalid_argument("a float16 KV cache is a cpu backend option (cuda keeps its cache in bf16)");
   if (name == "cpu")
     return options.tp > 1 || options.pcp > 1 ? create_cpu_group(src, config, options) : std::make_unique<CpuBackend>(src, config, options);
   const std::vector<int> devices = cuda_devices(name, options.tp * options.pcp);

@@ -78,6 +78,10 @@ struct BackendOptions {
   // cpu: widen every weight to float32 at load (the reference path tests compare with:
   // 2x a bf16 model's memory, 4x a Q8_0 one's) instead of computing on the stored type.
   bool cpu_float32_weights = false;
+  // cpu: keep the KV cache in IEEE half instead of float32 (kernels/cpu/attention.h):
+  // half the bytes a decode step's attention reads and twice the blocks per byte of
+  // kv_memory_bytes, each key and value rounded once (docs/NUMERICS.md). Not with pcp > 1.
+  bool cpu_kv_f16 = false;
   int32_t num_kv_blocks = 0;  // 0: derive from kv_memory_bytes
   size_t kv_memory_bytes = size_t{2} << 30;
   // cuda: with num_kv_blocks 0 and this > 0, the KV cache takes this fraction of the
@@ -124,7 +128,7 @@ class Backend {
 };
 
 // KV bytes per block for a model: layers × block_size × kv_dim × (K and V) × float32.
-size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size);
+size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size, size_t bytes_per_value = sizeof(float));
 
 // The cuda devices `name` gives `ranks` ranks (a group's tp × pcp), in rank order:
 // "cuda" → 0..ranks-1, "cuda:N" → N..N+ranks-1, "cuda:A,B,..." → that list (repeats

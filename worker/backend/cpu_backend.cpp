@@ -106,8 +106,14 @@ class CpuBackend::Step : public DecoderOps {
   // Rotates queries and keys by angles computed once per step (the first layer's call),
   // and stores the rows' keys and values, each chunk of rows on its own thread.
   void rope_and_cache(int l) override {
-    ap_.cache.k = b_.kv_.get() + b_.layer_kv_floats_ * 2 * static_cast<size_t>(l);
-    ap_.cache.v = ap_.cache.k + b_.layer_kv_floats_;
+    const size_t at = b_.layer_kv_floats_ * 2 * static_cast<size_t>(l);
+    if (b_.kv16_) {
+      ap_.cache.k16 = b_.kv16_.get() + at;
+      ap_.cache.v16 = ap_.cache.k16 + b_.layer_kv_floats_;
+    } else {
+      ap_.cache.k = b_.kv_.get() + at;
+      ap_.cache.v = ap_.cache.k + b_.layer_kv_floats_;
+    }
     const int64_t half = b_.rope_.rot_dim / 2;
     const bool first = rope_cos_.empty();
     if (first) {
@@ -228,13 +234,18 @@ CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const 
   rope_.rot_dim = config.rope_dim;
   rope_.layout = config.rope_layout;
   rope_.inv_freq = cpu::rope_inv_freq(config.rope_dim, config.rope_theta, config.rope_freq_factors, config.rope_inv_freq_bf16);
-  const size_t per_block = kv_bytes_per_block(local_, block_size_);
+  if (options.cpu_kv_f16 && cp.size > 1)
+    throw std::invalid_argument("a float16 KV cache is not supported with context parallelism (pcp > 1) on the cpu backend yet");
+  const size_t per_block = kv_bytes_per_block(local_, block_size_, options.cpu_kv_f16 ? sizeof(uint16_t) : sizeof(float));
   num_blocks_ = options.num_kv_blocks > 0 ? options.num_kv_blocks : static_cast<int32_t>(std::min<size_t>(options.kv_memory_bytes / per_block, INT32_MAX));
   if (num_blocks_ <= 0) throw std::invalid_argument("KV memory budget holds no block");
   if (static_cast<int64_t>(num_blocks_) * cp_size_ > INT32_MAX) num_blocks_ = INT32_MAX / cp_size_;
   layer_kv_floats_ = static_cast<size_t>(num_blocks_) * static_cast<size_t>(block_size_) * static_cast<size_t>(local_.kv_dim());
   // Not zeroed: pages are touched only when a block is first written.
-  kv_.reset(new float[layer_kv_floats_ * 2 * static_cast<size_t>(config.n_layers)]);
+  if (options.cpu_kv_f16)
+    kv16_.reset(new uint16_t[layer_kv_floats_ * 2 * static_cast<size_t>(config.n_layers)]);
+  else
+    kv_.reset(new float[layer_kv_floats_ * 2 * static_cast<size_t>(config.n_layers)]);
 }
 
 CpuBackend::~CpuBackend() = default;

@@ -86,9 +86,11 @@ class CpuBackend : public Backend {
   int32_t cp_size_ = 1;
   std::unique_ptr<cpu::ThreadPool> own_pool_;  // a tensor-parallel rank's threads
   cpu::ThreadPool* pool_;
-  // Per layer: [num_blocks, local n_kv_heads, block_size, head_dim] keys, then values.
+  // Per layer: [num_blocks, local n_kv_heads, block_size, head_dim] keys, then values,
+  // float32 in kv_ or IEEE half in kv16_ (BackendOptions::cpu_kv_f16).
   std::unique_ptr<float[]> kv_;
-  size_t layer_kv_floats_ = 0;
+  std::unique_ptr<uint16_t[]> kv16_;
+  size_t layer_kv_floats_ = 0;  // values per layer's keys (and per its values)
   // Activations, grown to the largest step seen.
   std::vector<float> x_, h_, qkv_, attn_, proj_, gate_up_, act_, last_, local_logits_, gathered_, rows_, send_, recv_;
 };

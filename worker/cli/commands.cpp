@@ -33,6 +33,7 @@ std::shared_ptr<Backend> open_backend(const ModelSource& src, const Args& a, int
   opt.deterministic = read_numerics(a);
   opt.tp = read_tp(a);
   opt.pcp = read_pcp(a);
+  opt.cpu_kv_f16 = read_kv_f16(a);
   return create_backend(a.get_or("device", "cpu"), src, config, opt);
 }
 
@@ -67,7 +68,7 @@ std::string render_chat(const ModelSource& src, const Tokenizer& tok, const std:
 }  // namespace
 
 int run_eval(const std::vector<std::string>& argv) {
-  Args a(argv, {"model", "prompt-ids", "logits-out", "device", "block-size", "kv-blocks", "numerics", "tp", "pcp"}, {"last-only"});
+  Args a(argv, {"model", "prompt-ids", "logits-out", "device", "block-size", "kv-blocks", "numerics", "tp", "pcp", "kv-dtype"}, {"last-only"});
   const std::vector<int32_t> ids = parse_id_list(a.get("prompt-ids"));
   const std::string out_path = a.get("logits-out");
   auto src = ModelSource::open(a.get("model"));
@@ -84,7 +85,7 @@ int run_eval(const std::vector<std::string>& argv) {
 }
 
 int run_generate(const std::vector<std::string>& argv) {
-  Args a(argv, {"model", "prompt", "prompt-ids", "messages", "max-tokens", "temperature", "device", "block-size", "kv-blocks", "prefill-chunk", "numerics", "tp", "pcp"},
+  Args a(argv, {"model", "prompt", "prompt-ids", "messages", "max-tokens", "temperature", "device", "block-size", "kv-blocks", "prefill-chunk", "numerics", "tp", "pcp", "kv-dtype"},
          {"json", "ignore-eos", "no-thinking"});
   if (a.has("prompt") + a.has("prompt-ids") + a.has("messages") != 1) throw UsageError("give exactly one of --prompt, --prompt-ids and --messages");
   const double temperature = a.get_double("temperature", 0.0);

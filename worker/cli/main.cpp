@@ -19,10 +19,10 @@ const char kUsage[] =
     "  tokenize   --model M --text T [--add-special]\n"
     "  chat       --model M --messages FILE.json [--tools FILE.json] [--tool-choice C] [--template-kwargs JSON] [--no-thinking]\n"
     "  eval       --model M --prompt-ids 1,2,3 --logits-out F [--last-only] [--device cpu|cuda[:N]]\n"
-    "             [--numerics auto|deterministic|fast] [--tp N] [--pcp N]\n"
+    "             [--numerics auto|deterministic|fast] [--tp N] [--pcp N] [--kv-dtype f32|f16]\n"
     "  generate   --model M (--prompt T | --prompt-ids 1,2,3 | --messages FILE.json [--no-thinking])\n"
     "             --max-tokens N [--temperature 0] [--json] [--ignore-eos] [--prefill-chunk N]\n"
-    "             [--device cpu|cuda[:N]] [--numerics auto|deterministic|fast] [--tp N] [--pcp N]\n"
+    "             [--device cpu|cuda[:N]] [--numerics auto|deterministic|fast] [--tp N] [--pcp N] [--kv-dtype f32|f16]\n"
     "  make-model --arch qwen3|llama|qwen2 --preset NAME --tokenizer-from GGUF_OR_TOKENIZER_JSON\n"
     "             --out F.gguf [--type bf16|f16|f32|q8_0|q4_0|q4_k_m|q6_k] [--seed N]\n"
     "  serve      --model M [--host 127.0.0.1] [--port 8000] [--boot-id ID] [--max-num-seqs 16]\n"
@@ -35,7 +35,9 @@ const char kUsage[] =
     "             [--pcp N]  (context-parallel ranks: the prompt split over N × tp ranks, each\n"
     "             holding 1/N of the KV; KV flags are per rank; cuda: one device per rank)\n"
     "             [--numerics auto|deterministic|fast]  (batch-invariant or fastest kernels; auto:\n"
-    "             the backend's default, cpu deterministic, cuda fast; docs/NUMERICS.md)\n";
+    "             the backend's default, cpu deterministic, cuda fast; docs/NUMERICS.md)\n"
+    "             [--kv-dtype f32|f16]  (cpu: the KV cache in float32, the default, or IEEE half:\n"
+    "             half the bytes per token, each key and value rounded once; not with --pcp)\n";
 
 }  // namespace
 

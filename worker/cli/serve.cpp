@@ -52,6 +52,7 @@ int run_serve(const std::vector<std::string>& argv) {
   bo.deterministic = f.deterministic;
   bo.tp = f.tp;
   bo.pcp = f.pcp;
+  bo.cpu_kv_f16 = f.kv_f16;
   if (f.kv_blocks) bo.num_kv_blocks = *f.kv_blocks;
   if (f.kv_memory_gb) bo.kv_memory_bytes = static_cast<size_t>(*f.kv_memory_gb * double(1 << 30));
   // --device cuda[:N]: decode graphs for every batch the scheduler can form, step buffers

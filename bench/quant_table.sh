@@ -11,8 +11,9 @@
 #   DEVICE=cuda PRESET=llama3-8b  ARCH=llama TOK=llama3-tiny LLAMA_CPP=/tmp/lcuda bash bench/quant_table.sh
 #
 # cpu: prefill of a PROMPT-token prompt and batch-1 decode of 64 tokens after it, THREADS
-#      threads both (SWITCHYARD_THREADS, llama-bench -t); Switchyard's arms det (the
-#      batch-invariant default) and fast. cuda: batch 1 and 64 with 1K prompts, as
+#      threads both (SWITCHYARD_THREADS, llama-bench -t); Switchyard's arms from ARMS
+#      (default det,fast: the batch-invariant default and fast; det+kv16 adds the half
+#      KV cache). cuda: batch 1 and 64 with 1K prompts, as
 #      bench/gpu_table.sh, the engine bench's --arms from ARMS (default: default);
 #      LLAMA_PREFILL=0 skips llama.cpp's prefill run (decode rows only). Each
 #      step has a time limit, and types whose turn comes after BUDGET seconds (default:
@@ -47,7 +48,7 @@ for t in $TYPES; do
   if [ -n "${BUDGET:-}" ] && [ "$(since)" -gt "$BUDGET" ]; then echo "skipped $t: past BUDGET"; continue; fi
   if [ "$DEVICE" = cpu ]; then
     SWITCHYARD_THREADS=$THREADS timeout 300 $BIN/switchyard-engine-bench --model "$f" --device cpu --json \
-      --prompt-tokens "$PROMPT" --decode-tokens 64 --batch 1 --repeat "$REPEAT" --arms det,fast \
+      --prompt-tokens "$PROMPT" --decode-tokens 64 --batch 1 --repeat "$REPEAT" --arms "${ARMS:-det,fast}" \
       > "$OUT/sy-$t.json" 2> "$OUT/sy-$t.log"
     echo "switchyard $t rc $? at $(since) s"
     if [ -n "${LLAMA_CPP:-}" ]; then

@@ -62,6 +62,30 @@ Diff compare_logits(Engine& engine, const nlohmann::json& golden, float top20_to
   return worst;
 }
 
+// Two engines' logits at every position of every golden prompt; the worst prompt's
+// numbers (max |Δ| over all, RMS per prompt).
+Diff compare_engines(Engine& a, Engine& b, const nlohmann::json& golden) {
+  Diff worst;
+  for (const auto& p : golden["prompts"]) {
+    const auto ids = p["ids"].get<std::vector<int32_t>>();
+    const std::vector<float> x = a.prompt_logits(ids, true), y = b.prompt_logits(ids, true);
+    EXPECT_EQ(x.size(), y.size());
+    if (x.size() != y.size()) return {INFINITY, INFINITY};
+    double sum_sq = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (!std::isfinite(x[i])) {
+        ADD_FAILURE() << "logit " << i << " of prompt " << p["text"] << " is not finite";
+        return {INFINITY, INFINITY};
+      }
+      const float d = std::fabs(x[i] - y[i]);
+      worst.max_abs = std::max(worst.max_abs, d);
+      sum_sq += static_cast<double>(d) * d;
+    }
+    worst.rms = std::max(worst.rms, std::sqrt(sum_sq / static_cast<double>(x.size())));
+  }
+  return worst;
+}
+
 class ModelFixture : public testing::FixtureModelTest {};
 
 TEST_P(ModelFixture, LogitsMatchGolden) {
@@ -114,27 +138,13 @@ TEST_P(ModelFixture, StoredTypeWeightsMatchFloat32Path) {
   auto typed = testing::offline_engine(open_backend(*src_, false), *src_);
   auto f32 = testing::offline_engine(open_backend(*src_, false, true), *src_);
   const bool q8_0 = GetParam().path.find("q8_0") != std::string::npos;
-  const float max_abs_bound = q8_0 ? 1e-1f : 0.0f;
-  const double rms_bound = q8_0 ? 2e-2 : 0.0;
-  float max_abs = 0;
-  double rms = 0;
-  for (const auto& p : golden_["prompts"]) {
-    const auto ids = p["ids"].get<std::vector<int32_t>>();
-    const std::vector<float> a = typed->prompt_logits(ids, true), b = f32->prompt_logits(ids, true);
-    ASSERT_EQ(a.size(), b.size());
-    double sum_sq = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      ASSERT_TRUE(std::isfinite(a[i])) << "logit " << i;
-      const float d = std::fabs(a[i] - b[i]);
-      max_abs = std::max(max_abs, d);
-      sum_sq += static_cast<double>(d) * d;
-    }
-    rms = std::max(rms, std::sqrt(sum_sq / static_cast<double>(a.size())));
+  const Diff d = compare_engines(*typed, *f32, golden_);
+  std::printf("%s: stored type vs float32 path: max |diff| %.3g, worst prompt RMS %.3g\n", GetParam().path.c_str(), d.max_abs, d.rms);
+  EXPECT_LE(d.max_abs, q8_0 ? 1e-1f : 0.0f);
+  EXPECT_LE(d.rms, q8_0 ? 2e-2 : 0.0);
+  if (q8_0) {
+    EXPECT_GT(d.max_abs, 0.0f) << "int8 activations change the logits; is the stored type used?";
   }
-  std::printf("%s: stored type vs float32 path: max |diff| %.3g, worst prompt RMS %.3g\n", GetParam().path.c_str(), max_abs, rms);
-  EXPECT_LE(max_abs, max_abs_bound);
-  EXPECT_LE(rms, rms_bound);
-  if (q8_0) EXPECT_GT(max_abs, 0.0f) << "int8 activations change the logits; is the stored type used?";
 }
 
 // The KV cache in IEEE half (BackendOptions::cpu_kv_f16) against the float32 cache,
@@ -147,29 +157,15 @@ TEST_P(ModelFixture, HalfKvCacheStaysNearTheFloat32CacheAndBatchInvariant) {
   std::shared_ptr<Backend> half_backend = open_backend(*src_, false, false, true);
   auto half = testing::offline_engine(half_backend, *src_);
   auto full = testing::offline_engine(open_backend(*src_, false), *src_);
-  float max_abs = 0;
-  double rms = 0;
-  for (const auto& p : golden_["prompts"]) {
-    const auto ids = p["ids"].get<std::vector<int32_t>>();
-    const std::vector<float> a = half->prompt_logits(ids, true), b = full->prompt_logits(ids, true);
-    ASSERT_EQ(a.size(), b.size());
-    double sum_sq = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      ASSERT_TRUE(std::isfinite(a[i])) << "logit " << i;
-      const float d = std::fabs(a[i] - b[i]);
-      max_abs = std::max(max_abs, d);
-      sum_sq += static_cast<double>(d) * d;
-    }
-    rms = std::max(rms, std::sqrt(sum_sq / static_cast<double>(a.size())));
-  }
-  std::printf("%s: half KV cache vs float32 cache: max |diff| %.3g, worst prompt RMS %.3g\n", GetParam().path.c_str(), max_abs, rms);
+  const Diff d = compare_engines(*half, *full, golden_);
+  std::printf("%s: half KV cache vs float32 cache: max |diff| %.3g, worst prompt RMS %.3g\n", GetParam().path.c_str(), d.max_abs, d.rms);
   // Measured 1.1-1.9e-3 / 1.9-2.7e-4 on the bf16 fixtures and 3.9e-2 / 8.0e-3 on Q8_0,
   // whose int8 activations turn small shifts into whole quantization steps (the bounds
   // of StoredTypeWeightsMatchFloat32Path); docs/NUMERICS.md.
   const bool q8_0 = GetParam().path.find("q8_0") != std::string::npos;
-  EXPECT_LE(max_abs, q8_0 ? 1e-1f : 5e-3f);
-  EXPECT_LE(rms, q8_0 ? 2e-2 : 1e-3);
-  EXPECT_GT(max_abs, 0.0f) << "rounding the cache changes the logits; is the half cache used?";
+  EXPECT_LE(d.max_abs, q8_0 ? 1e-1f : 5e-3f);
+  EXPECT_LE(d.rms, q8_0 ? 2e-2 : 1e-3);
+  EXPECT_GT(d.max_abs, 0.0f) << "rounding the cache changes the logits; is the half cache used?";
 
   std::vector<std::vector<int32_t>> prompts;
   for (const auto& p : golden_["prompts"]) prompts.push_back(p["ids"].get<std::vector<int32_t>>());

@@ -15,9 +15,6 @@ namespace detail {
 
 namespace {
 
-inline float widen(float x) { return x; }
-inline float widen(uint16_t h) { return f16_to_f32(h); }
-
 // Eight independent partial sums let the compiler vectorize the reduction without
 // -ffast-math (which would reorder every other float sum too).
 template <class T>

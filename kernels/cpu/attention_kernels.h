@@ -6,7 +6,13 @@
 
 #include <cstdint>
 
+#include "common/half.h"
+
 namespace sy::cpu::detail {
+
+// A cached key or value as float32: itself, or an IEEE half widened exactly.
+inline float widen(float x) { return x; }
+inline float widen(uint16_t h) { return f16_to_f32(h); }
 
 struct AttentionKernels {
   // s[j] = (q · k_j) · scale for the n keys k_j = k + j * d (contiguous rows of d

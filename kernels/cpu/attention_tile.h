@@ -20,9 +20,6 @@
 namespace sy::cpu::detail {
 namespace {
 
-inline float widen(float x) { return x; }
-inline float widen(uint16_t h) { return f16_to_f32(h); }
-
 // Two accumulators, as attention_scores() keeps for each of its four keys; the tail
 // loops take a head dimension that is not a multiple of 2·kWidth.
 template <class V, class T>
@@ -102,7 +99,6 @@ void attention_to_f16(const float* src, uint16_t* dst, int64_t n) {
   for (; i + W <= n; i += W) V::to_f16(src + i, dst + i);
   for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
-
 
 // exp(x) for float32 lanes: x = n·ln 2 + r with n = round(x·log2 e) and r in
 // [−ln 2/2, ln 2/2] (ln 2 split in two so r is exact), e^r by Cephes' degree-6 expf

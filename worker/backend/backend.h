@@ -127,7 +127,8 @@ class Backend {
                               std::vector<int32_t>& ids);
 };
 
-// KV bytes per block for a model: layers × block_size × kv_dim × (K and V) × float32.
+// KV bytes per block for a model: layers × block_size × kv_dim × (K and V) × bytes per
+// value (float32 unless given: 2 for the cpu half cache).
 size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size, size_t bytes_per_value = sizeof(float));
 
 // The cuda devices `name` gives `ranks` ranks (a group's tp × pcp), in rank order:

@@ -16,7 +16,8 @@
 // attention kernel; wgmma by default where available), host (fp32 logits copied to the
 // host and the argmax taken there, EngineOptions::device_sampling off; default: on the
 // device where the backend can), kv16 (cpu: the KV cache in IEEE half,
-// BackendOptions::cpu_kv_f16), fast /
+// BackendOptions::cpu_kv_f16), noamx (cpu, fast: prompts' block-type products by
+// dequantized sgemm instead of AMX tiles, BackendTuning::cpu_amx), fast /
 // det (BackendOptions::deterministic off / on; default: the backend's own, cuda fast, cpu
 // det), detrowsN (det with the row count whose cuBLASLt choice becomes the fixed
 // algorithm). Arms with the same backend settings share one backend.
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "common/tokenizer/tokenizer.h"
+#include "kernels/cpu/linear.h"
 #include "common/utf8.h"
 #include "worker/backend/backend.h"
 #include "worker/backend/step_profile.h"
@@ -140,6 +142,7 @@ int main(int argc, char** argv) {
       std::optional<bool> deterministic;
       int32_t det_rows = BackendTuning{}.deterministic_gemm_rows;
       bool kv16 = false;
+      bool amx = BackendTuning{}.cpu_amx;
       size_t backend = 0;
     };
     std::vector<Arm> arms;
@@ -159,6 +162,8 @@ int main(int argc, char** argv) {
           arm.det_rows = std::stoi(part.substr(7)), arm.deterministic = true;
         else if (part == "kv16")
           arm.kv16 = true;
+        else if (part == "noamx")
+          arm.amx = false;
         else if (part == "mmasync" || part == "wgmma")
           arm.attention_kernel = part == "wgmma" ? 1 : 0;
         else if (part == "pdl" || part == "nopdl")
@@ -171,7 +176,7 @@ int main(int argc, char** argv) {
           arm.qgemm_rows = std::stoi(part.substr(5));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (fast, det, detrowsN, gemvN, qgemmN, pw4, pw8, pdl, nopdl, mmasync, wgmma, kv16, host, default)");
+                                "' (fast, det, detrowsN, gemvN, qgemmN, pw4, pw8, pdl, nopdl, mmasync, wgmma, kv16, noamx, host, default)");
       }
       arms.push_back(arm);
     }
@@ -191,7 +196,7 @@ int main(int argc, char** argv) {
                                    ? (arm.attention_kernel ? "+wgmma" : "+mmasync")
                                    : "") +
                               (!arm.deterministic ? "" : *arm.deterministic ? "+det" + std::to_string(arm.det_rows) : "+fast") +
-                              (arm.kv16 ? "+kv16" : "");
+                              (arm.kv16 ? "+kv16" : "") + (arm.amx ? "" : "+noamx");
       const auto found = std::find(backend_labels.begin(), backend_labels.end(), key);
       arm.backend = static_cast<size_t>(found - backend_labels.begin());
       if (found != backend_labels.end()) continue;
@@ -209,12 +214,15 @@ int main(int argc, char** argv) {
       opt.tuning.deterministic_gemm_rows = arm.det_rows;
       opt.deterministic = arm.deterministic;
       opt.cpu_kv_f16 = arm.kv16;
+      opt.tuning.cpu_amx = arm.amx;
       const auto t_load = std::chrono::steady_clock::now();
       backends.push_back(create_backend(a.get_or("device", "cpu"), *src, config, opt));
       backend_labels.push_back(key);
       const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
       std::fprintf(stderr, "model %s (%s), backend %s [%s], loaded in %.1f s\n", a.get("model").c_str(),
                    config.describe().c_str(), backends.back()->name().c_str(), key.c_str(), load_s);
+      if (backends.back()->name() == "cpu")
+        std::fprintf(stderr, "cpu kernels: %s, AMX %s\n", cpu::simd_level_name(cpu::simd_level()), cpu::amx_usable() ? "yes" : "no");
     }
 
     // A real-text prompt of exactly prompt_tokens tokens; sequence i differs in its last

@@ -29,6 +29,8 @@ namespace detail {
 const LinearKernels* linear_kernels_avx2() { return nullptr; }
 const LinearKernels* linear_kernels_avx512() { return nullptr; }
 const LinearKernels* linear_kernels_avx512_vnni() { return nullptr; }
+bool amx_available() { return false; }
+void linear_amx(const XBlockQ8*, int64_t, int64_t, std::span<const WeightSlice>, float*, int64_t, ThreadPool&) {}
 #endif
 
 void quantize_x_q8(const float* x, XBlockQ8* out, int64_t k) {
@@ -190,6 +192,24 @@ void linear_sgemm(const float* x, int64_t m, int64_t k, std::span<const WeightSl
   }
 }
 
+// fast_prefill on a processor with AMX: block-type slices on int8 tiles (x quantized once,
+// padded with zero rows to the tiles' 32), the others through sgemm.
+void linear_fast_amx(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
+                     ThreadPool& pool) {
+  const int64_t nb = k / kQ8_0BlockSize, padded = (m + 31) / 32 * 32;
+  thread_local std::vector<XBlockQ8> xq_buffer;
+  xq_buffer.resize(static_cast<size_t>(padded * nb));
+  XBlockQ8* xq = xq_buffer.data();
+  pool.parallel_for(padded, [&](int64_t r) {
+    if (r < m) return detail::quantize_x_q8(x + r * k, xq + r * nb, k);
+    std::memset(static_cast<void*>(xq + r * nb), 0, static_cast<size_t>(nb) * sizeof(XBlockQ8));
+  });
+  std::vector<WeightSlice> blocks, floats;
+  for (const WeightSlice& s : w) (int8_x(s.type) ? blocks : floats).push_back(s);
+  detail::linear_amx(xq, m, k, blocks, y, ldy, pool);
+  if (!floats.empty()) linear_sgemm(x, m, k, floats, y, ldy, pool);
+}
+
 // Q4_K / Q5_K rows to float32 (the sgemm path's tiles).
 template <class Blk>
 void k4_row_to_f32(const Blk* b, float* dst, int64_t n) {
@@ -236,6 +256,8 @@ SimdLevel set_simd_level(SimdLevel l) {
   level_slot().store(static_cast<int>(set), std::memory_order_relaxed);
   return set;
 }
+
+bool amx_usable() { return detail::amx_available(); }
 
 bool linear_supports(DType t) {
   return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0 || t == DType::kQ4_0 ||
@@ -290,7 +312,11 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
             ThreadPool& pool, const LinearOptions& opt) {
   if (m <= 0 || w.empty()) return;
   check_slices(w, k);
-  if (opt.fast_prefill && m >= kFastPrefillRows) return linear_sgemm(x, m, k, w, y, ldy, pool);
+  if (opt.fast_prefill && m >= kFastPrefillRows) {
+    if (opt.amx && amx_usable() && std::any_of(w.begin(), w.end(), [](const WeightSlice& s) { return int8_x(s.type); }))
+      return linear_fast_amx(x, m, k, w, y, ldy, pool);
+    return linear_sgemm(x, m, k, w, y, ldy, pool);
+  }
   const LinearKernels& kern = kernels_for(simd_level());
 
   // x quantized once for every block-type slice.

@@ -17,7 +17,8 @@
 // Every element of y is one fixed sequence of operations that depends only on k and the
 // weight type, never on m, the other rows, the thread split or the SIMD level: the
 // product is batch-invariant (docs/NUMERICS.md) unless `fast_prefill` lets steps of many
-// rows dequantize weight tiles to float32 for OpenBLAS sgemm. The sequence, eight float
+// rows dequantize weight tiles to float32 for OpenBLAS sgemm (or, for block types on a
+// processor with AMX, multiply int8 tiles: linear_amx.cpp). The sequence, eight float
 // lanes, summed at the end as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)):
 // - float weights: invariant_gemm.h's (lane l accumulates x[i]·w[i], i ≡ l mod 8, by
 //   fused multiply-add, the weight widened to float32 exactly; a missing tail element is
@@ -79,7 +80,14 @@ struct LinearOptions {
   // OpenBLAS sgemm: not batch-invariant. Block-type slices multiply x quantized and widened
   // back, so the two paths differ by float32 rounding only.
   bool fast_prefill = false;
+  // Under fast_prefill, where the processor has AMX (amx_usable()): block-type slices go to
+  // AMX int8 tiles (exact integer sums per block, as the int8 kernels, then the scales)
+  // instead of dequantized sgemm. False keeps sgemm (the bench's `noamx` arm, tests).
+  bool amx = true;
 };
+
+// Whether this processor has AMX-TILE and AMX-INT8 and Linux lets this process use them.
+bool amx_usable();
 
 // y[i, s.y_col0 + j] = Σ_c x[i, c] · W_s[j, c] for every slice s, i < m, j < s.n;
 // x [m, k] row-major (ldx k), y with row stride ldy. Spread over `pool` by weight rows.

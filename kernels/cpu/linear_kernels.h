@@ -60,6 +60,13 @@ const LinearKernels* linear_kernels_avx2();
 const LinearKernels* linear_kernels_avx512();
 const LinearKernels* linear_kernels_avx512_vnni();
 
+// AMX (linear_amx.cpp; false and never called where the build is not x86-64).
+bool amx_available();
+// y[i, s.y_col0 + j] = x_i · W_s[j] for block-type slices, rows i < m of x quantized;
+// xq holds m rounded up to a multiple of 32 rows, those past m zero.
+void linear_amx(const XBlockQ8* xq, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
+                ThreadPool& pool);
+
 // x quantized for Q8_0 and Q4_0 products, the same for every level: per block of 32,
 // d = max|x| / 127, qs = round-to-nearest-even(x / d) (0 for an all-zero block).
 void quantize_x_q8(const float* x, XBlockQ8* out, int64_t k);

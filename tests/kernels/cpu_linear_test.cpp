@@ -340,6 +340,43 @@ TEST(CpuLinear, FastPrefillOfInt8TypesAgreesWithTheInt8Kernels) {
   }
 }
 
+// The AMX path (fast_prefill where the processor has AMX): every block type beside float
+// slices in one call, rows not a multiple of the tiles' 32, panels of 32 columns cut
+// short; against float64 and against the int8 kernels (the same exact integer sums per
+// block: float32 rounding apart).
+TEST(CpuLinear, AmxPrefillMatchesFloat64AndTheInt8Kernels) {
+  if (!amx_usable()) GTEST_SKIP() << "no AMX here (AMX-TILE and AMX-INT8, granted by the OS): runs on the GPU host's Xeon";
+  ThreadPool pool(3);
+  std::mt19937 rng(29);
+  const int64_t k = 512;
+  const std::vector<Matrix> ws = {random_matrix(DType::kQ8_0, 45, k, rng), random_matrix(DType::kBF16, 7, k, rng),
+                                  random_matrix(DType::kQ4_0, 33, k, rng), random_matrix(DType::kQ4_K, 17, k, rng),
+                                  random_matrix(DType::kQ5_K, 50, k, rng), random_matrix(DType::kQ6_K, 31, k, rng)};
+  LinearOptions opt;
+  opt.fast_prefill = true;
+  for (const int64_t m : {16, 45, 77}) {
+    const std::vector<float> x = random_x(m, k, rng);
+    std::vector<float> amx;
+    check(ws, x, m, k, pool, opt, "amx m=" + std::to_string(m), &amx);
+    std::vector<float> int8;
+    check(ws, x, m, k, pool, {}, "int8 kernels m=" + std::to_string(m), &int8);
+    const int64_t ldy = static_cast<int64_t>(amx.size()) / m;
+    int64_t col = 1;
+    for (const Matrix& w : ws) {
+      for (int64_t i = 0; i < m && int8_x(w.type); ++i)
+        for (int64_t j = 0; j < w.n; ++j) {
+          double mag = 0;
+          for (int64_t c = 0; c < k; ++c)
+            mag += std::fabs(x[static_cast<size_t>(i * k + c)] *
+                             (w.magnitudes.empty() ? w.values : w.magnitudes)[static_cast<size_t>(j * k + c)]);
+          const size_t at = static_cast<size_t>(i * ldy + col + j);
+          EXPECT_NEAR(amx[at], int8[at], 1e-5 * mag) << dtype_name(w.type) << " m=" << m << " " << i << "," << j;
+        }
+      col += w.n;
+    }
+  }
+}
+
 // Each row's outputs are the same bits whatever else is in the step and however many
 // threads share the weights: the property --numerics deterministic relies on.
 TEST(CpuLinear, RowsAreBatchAndThreadInvariant) {

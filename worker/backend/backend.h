@@ -50,6 +50,9 @@ struct BackendTuning {
   // (switchyard-allreduce-bench, docs/PERFORMANCE.md).
   std::string collectives = "auto";
   int64_t peer_max_bytes = int64_t{256} << 10;
+  // cpu, not deterministic: prompts' block-type products on AMX int8 tiles where the
+  // processor has AMX (cpu::LinearOptions::amx); false: dequantized sgemm.
+  bool cpu_amx = true;
 };
 
 struct BackendOptions {

@@ -213,6 +213,7 @@ CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const 
       local_(weights_.shape.local(config)),
       block_size_(options.block_size),
       deterministic_(options.deterministic.value_or(true)),
+      amx_(options.tuning.cpu_amx),
       comm_(comm),
       cp_comm_(cp.size > 1 ? cp_comm : nullptr),
       cp_size_(cp.size) {
@@ -261,6 +262,7 @@ void CpuBackend::matmul(const float* x, const WeightMatrix& w, float* y, int64_t
   }
   cpu::LinearOptions opt;
   opt.fast_prefill = !deterministic_;
+  opt.amx = amx_;
   cpu::linear(x, m, w.cols, w.slices, y, ldy, *pool_, opt);
 }
 

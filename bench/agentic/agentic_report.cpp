@@ -29,13 +29,14 @@ double ratio(double a, double b) {
   return b > 0 ? a / b : std::numeric_limits<double>::quiet_NaN();
 }
 
-json load_json(const std::vector<LoadSample>& samples) {
+// Load over the samples taken until `until_s` from the run's start.
+json load_json(const std::vector<LoadSample>& samples, double until_s = std::numeric_limits<double>::infinity()) {
   std::vector<double> sum;
   std::vector<int64_t> n;
   double max_sum = 0, min_sum = 0;
   int64_t used = 0;
   for (const LoadSample& s : samples) {
-    if (s.in_flight.empty()) continue;
+    if (s.in_flight.empty() || s.at_s > until_s) continue;
     ++used;
     max_sum += static_cast<double>(*std::max_element(s.in_flight.begin(), s.in_flight.end()));
     min_sum += static_cast<double>(*std::min_element(s.in_flight.begin(), s.in_flight.end()));
@@ -170,6 +171,9 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
        oracle ? number(ratio(oracle->cached_tokens, oracle->prompt_tokens)) : json(nullptr)},
       {"oracle_prompt_tokens", oracle ? json(oracle->prompt_tokens) : json(nullptr)},
       {"load", load_json(run.load)},
+      // While sessions still arrive: after that the fleet drains, and the last few
+      // sessions, each tied to its home, leave some replicas idle before others.
+      {"load_while_arriving", load_json(run.load, spec.duration_s)},
       {"load_sample_errors", run.load_sample_errors},
   };
 }
@@ -204,7 +208,8 @@ std::string agentic_summary(const json& r) {
                                             : json(nullptr))
     << " % | in-flight busiest/least " << num(r["load"]["busiest_over_least_mean"], 2)
     << " (per sample " << num(r["load"]["sample_busiest_mean"], 2) << " vs "
-    << num(r["load"]["sample_least_mean"], 2) << ")\n";
+    << num(r["load"]["sample_least_mean"], 2) << "; while sessions arrive "
+    << num(r["load_while_arriving"]["busiest_over_least_mean"], 2) << ")\n";
   o << "  TTFT p50/p90 ms by turn:";
   for (const json& t : r["ttft_ms_by_turn"])
     o << " " << t["turn"] << ":" << num(t["p50"], 0) << "/" << num(t["p90"], 0);

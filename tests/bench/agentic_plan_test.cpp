@@ -96,7 +96,10 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   AgenticRun run;
   run.start = Clock::now();
   run.sessions_planned = run.sessions_started = 1;
-  run.load = {s, s};
+  LoadSample late;  // after arrivals ended (small_spec: 10 s): one replica drained
+  late.at_s = 20;
+  late.in_flight = {4, 0};
+  run.load = {s, s, late};
   for (int turn = 0; turn < 2; ++turn) {
     TurnResult t;
     t.turn = turn;
@@ -129,7 +132,8 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   EXPECT_EQ(report["ttft_ms_by_turn"].size(), 2u);
   EXPECT_NEAR(report["per_user_output_tok_s"]["p50"].get<double>(), 100.0,
               1e-6);  // 2 tokens in 20 ms
-  EXPECT_DOUBLE_EQ(report["load"]["busiest_over_least_mean"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(report["load"]["busiest_over_least_mean"].get<double>(), (10.0 / 3) / (2.0 / 3));
+  EXPECT_DOUBLE_EQ(report["load_while_arriving"]["busiest_over_least_mean"].get<double>(), 3.0);
   EXPECT_NE(agentic_summary(report).find("INVALID"), std::string::npos);
 }
 

@@ -295,12 +295,8 @@ void weight_row_to_f32(DType t, const uint8_t* src, float* dst, int64_t n) {
       const auto* b = reinterpret_cast<const BlockQ6_K*>(src);
       for (int64_t s = 0; s < n / kQKBlockSize; ++s) {
         const float d = f16_to_f32(b[s].d);
-        for (int i = 0; i < kQKBlockSize; ++i) {
-          const int half = i / 128, g = (i % 128) / 32, l = i % 32;
-          const uint8_t lq = b[s].ql[64 * half + 32 * (g % 2) + l], hq = b[s].qh[32 * half + l];
-          const int q = ((g < 2 ? lq : lq >> 4) & 0x0f) | (((hq >> (2 * g)) & 3) << 4);
-          dst[s * kQKBlockSize + i] = d * static_cast<float>(b[s].scales[8 * half + 2 * g + l / 16]) * static_cast<float>(q - 32);
-        }
+        for (int i = 0; i < kQKBlockSize; ++i)
+          dst[s * kQKBlockSize + i] = d * static_cast<float>(b[s].scales[i / 16]) * static_cast<float>(detail::q6_k_q(b[s], i) - 32);
       }
       return;
     }

@@ -120,14 +120,7 @@ void unpack_row(DType t, const uint8_t* src, int64_t k, RowUnpacked out) {
       for (int64_t s = 0; s < k / kQKBlockSize; ++s) {
         const float d = f16_to_f32(b[s].d);
         for (int j = 0; j < 16; ++j) out.scale[s * 16 + j] = d * static_cast<float>(b[s].scales[j]);
-        int8_t* q = out.q + s * kQKBlockSize;
-        for (int half = 0; half < 2; ++half)
-          for (int g = 0; g < 4; ++g)
-            for (int l = 0; l < 32; ++l) {
-              const uint8_t lq = b[s].ql[64 * half + 32 * (g % 2) + l], hq = b[s].qh[32 * half + l];
-              const int v = ((g < 2 ? lq : lq >> 4) & 0x0f) | (((hq >> (2 * g)) & 3) << 4);
-              q[128 * half + 32 * g + l] = static_cast<int8_t>(v - 32);
-            }
+        for (int i = 0; i < kQKBlockSize; ++i) out.q[s * kQKBlockSize + i] = static_cast<int8_t>(q6_k_q(b[s], i) - 32);
       }
       return;
     }

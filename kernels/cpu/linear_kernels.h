@@ -29,6 +29,14 @@ inline void unpack_q4_k_scales(const uint8_t p[12], uint8_t sc[8], uint8_t mn[8]
   }
 }
 
+// Value i (0..255) of a Q6_K block as stored, q in 0..63 (x = d · scales[i / 16] · (q − 32)):
+// its low 4 bits from ql, its high 2 from qh.
+inline int q6_k_q(const BlockQ6_K& b, int i) {
+  const int half = i / 128, g = (i % 128) / 32, l = i % 32;
+  const uint8_t lq = b.ql[64 * half + 32 * (g % 2) + l], hq = b.qh[32 * half + l];
+  return ((g < 2 ? lq : lq >> 4) & 0x0f) | (((hq >> (2 * g)) & 3) << 4);
+}
+
 // Rows of x a kernel call takes at most: the weights it loads serve them all
 // (LinearKernels::int8_rows may allow more for the block types).
 inline constexpr int kLinearRows = 4;

@@ -72,18 +72,12 @@ namespace {
 using detail::AttentionKernels;
 
 constexpr int64_t kQueriesPerTask = 16;
-// Each row's keys are taken in chunks of this many (the last one shorter): per chunk its
-// own maximum, exponentials, sum and weighted values, then the chunks merged in order
-// (finish). A row's arithmetic depends only on its key count, so the split of the work
-// cannot change it; rows of at most one chunk compute as a single pass would.
-constexpr int64_t kKeysPerChunk = 128;
 
 // One task: a run of query rows of one sequence for query heads [head_begin, head_end)
-// of one KV head's group (GQA), over key chunks [chunk_begin, chunk_end) of each row (all
-// of them: the task also finishes its rows). A whole group reads each key and value once
-// per task. A step with few tasks (a decode step) splits them by row and chunk, and
-// where that is still too few, by head; the chunks' partial results then wait in a
-// scratch buffer for a second pass that finishes each row.
+// of one KV head's group (GQA). A whole group reads each key and value once per task;
+// a decode step with fewer groups than threads splits them into single heads. Every
+// head's arithmetic is the same either way, so a row's output does not depend on the
+// split, nor on what else is in the batch.
 struct Task {
   int32_t seq;
   int32_t kv_head;
@@ -91,41 +85,7 @@ struct Task {
   int32_t head_end;
   int64_t row_begin;
   int64_t row_end;
-  int64_t chunk_begin = 0;
-  int64_t chunk_end = -1;  // -1: every chunk, then finish
 };
-
-// One chunk's result for one row and head: the maximum score, Σ exp(score − max), and
-// (beside it, d floats) Σ exp(score − max) · value.
-struct Partial {
-  float max;
-  double sum;
-};
-
-int64_t chunks_of(int64_t n_keys) { return n_keys <= 0 ? 0 : (n_keys + kKeysPerChunk - 1) / kKeysPerChunk; }
-
-// The output row (and log-sum-exp) of one head from its chunks' partials, in chunk order.
-void finish(const Partial* parts, const float* accs, int64_t n_chunks, int d, float* out, float* lse) {
-  if (n_chunks == 1) {
-    const float inv = static_cast<float>(1.0 / parts[0].sum);
-    for (int i = 0; i < d; ++i) out[i] = accs[i] * inv;
-    if (lse) *lse = static_cast<float>(parts[0].max + std::log(parts[0].sum));
-    return;
-  }
-  float m = -INFINITY;
-  for (int64_t c = 0; c < n_chunks; ++c) m = std::max(m, parts[c].max);
-  double sum = 0;
-  for (int i = 0; i < d; ++i) out[i] = 0.0f;
-  for (int64_t c = 0; c < n_chunks; ++c) {
-    const double f = std::exp(static_cast<double>(parts[c].max) - m);
-    sum += f * parts[c].sum;
-    const float ff = static_cast<float>(f);
-    for (int i = 0; i < d; ++i) out[i] += ff * accs[c * d + i];
-  }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int i = 0; i < d; ++i) out[i] *= inv;
-  if (lse) *lse = static_cast<float>(m + std::log(sum));
-}
 
 const AttentionKernels& kernels() {
   const AttentionKernels* k = nullptr;
@@ -166,133 +126,67 @@ void write_kv(const AttentionParams& p, int64_t row_begin, int64_t row_end) {
   }
 }
 
-namespace {
-
-// The partial result of keys [j_begin, j_end) of a row for one query head q: acc (d
-// floats) and the returned maximum and sum. `scores` holds at least j_end − j_begin.
-Partial attend_chunk(const AttentionParams& p, const AttentionKernels& kern, const int32_t* blocks, int kv_head, const float* q,
-                     int64_t j_begin, int64_t j_end, float* scores, float* acc) {
-  const int d = p.head_dim;
-  const int64_t bs = p.table.block_size;
-  const bool half = p.cache.k16 != nullptr;
-  // Calls f(cache offset, first key, count) for each run of the keys within one block.
-  auto runs = [&](auto&& f) {
-    for (int64_t j = j_begin; j < j_end;) {
-      const int64_t slot = j % bs, n = std::min<int64_t>(bs - slot, j_end - j);
-      f(((static_cast<int64_t>(blocks[j / bs]) * p.n_kv_heads + kv_head) * bs + slot) * d, j, n);
-      j += n;
-    }
-  };
-  float max_score = -INFINITY;
-  runs([&](int64_t at, int64_t j, int64_t n) {
-    max_score = half ? kern.scores_f16(q, p.cache.k16 + at, n, d, p.scale, scores + (j - j_begin), max_score)
-                     : kern.scores(q, p.cache.k + at, n, d, p.scale, scores + (j - j_begin), max_score);
-  });
-  const double sum = kern.exp_sum(scores, j_end - j_begin, max_score);
-  std::fill_n(acc, d, 0.0f);
-  runs([&](int64_t at, int64_t j, int64_t n) {
-    if (half)
-      kern.accumulate_f16(scores + (j - j_begin), p.cache.v16 + at, n, d, acc);
-    else
-      kern.accumulate(scores + (j - j_begin), p.cache.v + at, n, d, acc);
-  });
-  return {max_score, sum};
-}
-
-}  // namespace
-
 void paged_attention(const AttentionParams& p, ThreadPool& pool) {
   const int group = p.n_heads / p.n_kv_heads;
-  const int d = p.head_dim;
   std::vector<Task> tasks;
   for (int32_t s = 0; s < p.table.num_seqs; ++s)
     for (int32_t h = 0; h < p.n_kv_heads; ++h)
       for (int64_t r = p.cu_seqlens[s]; r < p.cu_seqlens[s + 1]; r += kQueriesPerTask)
         tasks.push_back(
             {s, h, h * group, (h + 1) * group, r, std::min<int64_t>(r + kQueriesPerTask, p.cu_seqlens[s + 1])});
-  // Few tasks (a decode step): one a row and chunk, then one a head too if still few.
-  const int64_t rows = p.cu_seqlens[p.table.num_seqs];
-  const bool split = static_cast<int64_t>(tasks.size()) < 2 * pool.size();
-  int64_t max_chunks = 0;
-  if (split) {
-    std::vector<Task> parts;
+  if (group > 1 && static_cast<int64_t>(tasks.size()) < 2 * pool.size()) {
+    std::vector<Task> heads;
     for (const Task& t : tasks)
-      for (int64_t row = t.row_begin; row < t.row_end; ++row) {
-        const int64_t n = chunks_of(std::min<int64_t>(p.positions[row] + 1, p.table.context_len(t.seq)));
-        max_chunks = std::max(max_chunks, n);
-        for (int64_t c = 0; c < std::max<int64_t>(n, 1); ++c) parts.push_back({t.seq, t.kv_head, t.head_begin, t.head_end, row, row + 1, c, c + 1});
-      }
-    if (group > 1 && static_cast<int64_t>(parts.size()) < 2 * pool.size()) {
-      std::vector<Task> heads;
-      for (const Task& t : parts)
-        for (int32_t head = t.head_begin; head < t.head_end; ++head) {
-          Task one = t;
-          one.head_begin = head, one.head_end = head + 1;
-          heads.push_back(one);
-        }
-      parts = std::move(heads);
-    }
-    tasks = std::move(parts);
+      for (int32_t head = t.head_begin; head < t.head_end; ++head)
+        heads.push_back({t.seq, t.kv_head, head, head + 1, t.row_begin, t.row_end});
+    tasks = std::move(heads);
   }
   const AttentionKernels& kern = kernels();
-  // Split: each row-head's chunk partials, [row][head][chunk] (and d floats each).
-  std::vector<Partial> partials(split ? static_cast<size_t>(rows * p.n_heads * max_chunks) : 0);
-  std::vector<float> accs(partials.size() * static_cast<size_t>(d));
-  auto zero_row = [&](int64_t row, int head) {  // a shard that holds none of this row's keys
-    std::fill_n(p.out + row * static_cast<int64_t>(p.n_heads) * d + static_cast<int64_t>(head) * d, d, 0.0f);
-    if (p.lse) p.lse[row * p.n_heads + head] = -INFINITY;
-  };
+  const bool half = p.cache.k16 != nullptr;
+  const int d = p.head_dim;
+  const int32_t bs = p.table.block_size;
 
   pool.parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t ti) {
     const Task& task = tasks[static_cast<size_t>(ti)];
     const int64_t ctx = p.table.context_len(task.seq);
     const int32_t* blocks = p.table.indices + p.table.indptr[task.seq];
-    thread_local std::vector<float> scores, acc;
-    thread_local std::vector<Partial> part;
-    scores.resize(static_cast<size_t>(kKeysPerChunk));
+    thread_local std::vector<float> scores;
+    thread_local std::vector<float> acc;
+    scores.resize(static_cast<size_t>(ctx));
+    acc.resize(static_cast<size_t>(d));
     for (int64_t row = task.row_begin; row < task.row_end; ++row) {
       const int64_t n_keys = std::min<int64_t>(p.positions[row] + 1, ctx);  // causal
-      const int64_t n_chunks = chunks_of(n_keys);
-      const int64_t c_begin = task.chunk_end < 0 ? 0 : task.chunk_begin, c_end = task.chunk_end < 0 ? n_chunks : std::min(task.chunk_end, n_chunks);
       for (int head = task.head_begin; head < task.head_end; ++head) {
-        if (n_keys <= 0) {
-          zero_row(row, head);
+        if (n_keys <= 0) {  // a shard that holds none of this row's keys
+          std::fill_n(p.out + row * static_cast<int64_t>(p.n_heads) * d + static_cast<int64_t>(head) * d, d, 0.0f);
+          if (p.lse) p.lse[row * p.n_heads + head] = -INFINITY;
           continue;
         }
         const float* q = p.q + row * p.q_stride + static_cast<int64_t>(head) * d;
-        Partial* pp = nullptr;
-        float* pa = nullptr;
-        if (split) {
-          const size_t at = static_cast<size_t>((row * p.n_heads + head) * max_chunks);
-          pp = partials.data() + at;
-          pa = accs.data() + at * static_cast<size_t>(d);
-        } else {
-          part.resize(static_cast<size_t>(n_chunks));
-          acc.resize(static_cast<size_t>(n_chunks * d));
-          pp = part.data();
-          pa = acc.data();
+        float max_score = -INFINITY;
+        for (int64_t j0 = 0; j0 < n_keys; j0 += bs) {
+          const int64_t at = ((static_cast<int64_t>(blocks[j0 / bs]) * p.n_kv_heads + task.kv_head) * bs) * d;
+          const int64_t n = std::min<int64_t>(bs, n_keys - j0);
+          max_score = half ? kern.scores_f16(q, p.cache.k16 + at, n, d, p.scale, scores.data() + j0, max_score)
+                           : kern.scores(q, p.cache.k + at, n, d, p.scale, scores.data() + j0, max_score);
         }
-        for (int64_t c = c_begin; c < c_end; ++c)
-          pp[c] = attend_chunk(p, kern, blocks, task.kv_head, q, c * kKeysPerChunk, std::min(n_keys, (c + 1) * kKeysPerChunk),
-                               scores.data(), pa + c * d);
-        if (!split)
-          finish(pp, pa, n_chunks, d, p.out + row * static_cast<int64_t>(p.n_heads) * d + static_cast<int64_t>(head) * d,
-                 p.lse ? p.lse + row * p.n_heads + head : nullptr);
+        const double denom = kern.exp_sum(scores.data(), n_keys, max_score);
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        float* a = acc.data();
+        for (int64_t j0 = 0; j0 < n_keys; j0 += bs) {
+          const int64_t at = ((static_cast<int64_t>(blocks[j0 / bs]) * p.n_kv_heads + task.kv_head) * bs) * d;
+          const int64_t n = std::min<int64_t>(bs, n_keys - j0);
+          if (half)
+            kern.accumulate_f16(scores.data() + j0, p.cache.v16 + at, n, d, a);
+          else
+            kern.accumulate(scores.data() + j0, p.cache.v + at, n, d, a);
+        }
+        float* out = p.out + row * static_cast<int64_t>(p.n_heads) * d + static_cast<int64_t>(head) * d;
+        const float inv = static_cast<float>(1.0 / denom);
+        for (int i = 0; i < d; ++i) out[i] = a[i] * inv;
+        if (p.lse) p.lse[row * p.n_heads + head] = static_cast<float>(max_score + std::log(denom));
       }
     }
-  });
-  if (!split) return;
-  // Every row-head's chunks are in: finish them.
-  pool.parallel_for(rows * p.n_heads, [&](int64_t i) {
-    const int64_t row = i / p.n_heads;
-    const int head = static_cast<int>(i % p.n_heads);
-    int32_t seq = 0;
-    while (p.cu_seqlens[seq + 1] <= row) ++seq;
-    const int64_t n_keys = std::min<int64_t>(p.positions[row] + 1, p.table.context_len(seq));
-    if (n_keys <= 0) return;  // zeroed by its task
-    const size_t at = static_cast<size_t>((row * p.n_heads + head) * max_chunks);
-    finish(partials.data() + at, accs.data() + at * static_cast<size_t>(d), chunks_of(n_keys), d,
-           p.out + row * static_cast<int64_t>(p.n_heads) * d + static_cast<int64_t>(head) * d, p.lse ? p.lse + i : nullptr);
   });
 }
 

@@ -12,8 +12,9 @@
 #
 # cpu: prefill of a PROMPT-token prompt and batch-1 decode of 64 tokens after it, THREADS
 #      threads both (SWITCHYARD_THREADS, llama-bench -t); Switchyard's arms from ARMS
-#      (default det,fast: the batch-invariant default and fast; det+kv16 adds the half
-#      KV cache). cuda: batch 1 and 64 with 1K prompts, as
+#      (default det,fast: the batch-invariant default and fast, whose prompts run on AMX
+#      int8 tiles where the processor has AMX; fast+noamx keeps dequantized sgemm;
+#      det+kv16 adds the half KV cache). cuda: batch 1 and 64 with 1K prompts, as
 #      bench/gpu_table.sh, the engine bench's --arms from ARMS (default: default);
 #      LLAMA_PREFILL=0 skips llama.cpp's prefill run (decode rows only). Each
 #      step has a time limit, and types whose turn comes after BUDGET seconds (default:

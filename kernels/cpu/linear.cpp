@@ -309,7 +309,9 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
   if (m <= 0 || w.empty()) return;
   check_slices(w, k);
   if (opt.fast_prefill && m >= kFastPrefillRows) {
-    if (opt.amx && amx_usable() && std::any_of(w.begin(), w.end(), [](const WeightSlice& s) { return int8_x(s.type); }))
+    // AMX only at the top SIMD level: a lowered level (SWITCHYARD_CPU_SIMD, tests) keeps
+    // the processor's newest instructions out, these included.
+    if (opt.amx && simd_level() == SimdLevel::kAvx512Vnni && amx_usable() && std::any_of(w.begin(), w.end(), [](const WeightSlice& s) { return int8_x(s.type); }))
       return linear_fast_amx(x, m, k, w, y, ldy, pool);
     return linear_sgemm(x, m, k, w, y, ldy, pool);
   }

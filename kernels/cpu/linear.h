@@ -80,7 +80,8 @@ struct LinearOptions {
   // OpenBLAS sgemm: not batch-invariant. Block-type slices multiply x quantized and widened
   // back, so the two paths differ by float32 rounding only.
   bool fast_prefill = false;
-  // Under fast_prefill, where the processor has AMX (amx_usable()): block-type slices go to
+  // Under fast_prefill, where the processor has AMX (amx_usable()) and simd_level() is the
+  // top one (avx512vnni, not lowered): block-type slices go to
   // AMX int8 tiles (exact integer sums per block, as the int8 kernels, then the scales)
   // instead of dequantized sgemm. False keeps sgemm (the bench's `noamx` arm, tests).
   bool amx = true;

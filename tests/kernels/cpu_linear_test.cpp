@@ -375,6 +375,18 @@ TEST(CpuLinear, AmxPrefillMatchesFloat64AndTheInt8Kernels) {
       col += w.n;
     }
   }
+  // A lowered SIMD level keeps AMX out: the sgemm path's bits, as with amx off.
+  LevelGuard guard;
+  set_simd_level(SimdLevel::kAvx2);
+  const int64_t m = 33;
+  const std::vector<float> x = random_x(m, k, rng);
+  const WeightSlice s = ws[0].slice();
+  std::vector<float> lowered(static_cast<size_t>(m * s.n), NAN), sgemm(lowered.size(), NAN);
+  linear(x.data(), m, k, {&s, 1}, lowered.data(), s.n, pool, opt);
+  LinearOptions off = opt;
+  off.amx = false;
+  linear(x.data(), m, k, {&s, 1}, sgemm.data(), s.n, pool, off);
+  EXPECT_EQ(0, std::memcmp(lowered.data(), sgemm.data(), lowered.size() * 4));
 }
 
 // Each row's outputs are the same bits whatever else is in the step and however many

@@ -29,7 +29,6 @@ namespace detail {
 const LinearKernels* linear_kernels_avx2() { return nullptr; }
 const LinearKernels* linear_kernels_avx512() { return nullptr; }
 const LinearKernels* linear_kernels_avx512_vnni() { return nullptr; }
-bool amx_available() { return false; }
 void linear_amx(const XBlockQ8*, int64_t, int64_t, std::span<const WeightSlice>, float*, int64_t, ThreadPool&) {}
 #endif
 
@@ -192,18 +191,29 @@ void linear_sgemm(const float* x, int64_t m, int64_t k, std::span<const WeightSl
   }
 }
 
+// x's rows quantized for the block types (quantize_x_q8), in a buffer of this thread's
+// holding `rows` >= m rows, those past m zero; on the pool when there are enough rows.
+const XBlockQ8* quantized_x(const float* x, int64_t m, int64_t rows, int64_t k, ThreadPool& pool) {
+  const int64_t nb = k / kQ8_0BlockSize;
+  thread_local std::vector<XBlockQ8> buffer;
+  buffer.resize(static_cast<size_t>(rows * nb));
+  XBlockQ8* xq = buffer.data();  // the caller's buffer: a thread_local named in a lambda would be each worker's own
+  auto quantize = [&](int64_t r) {
+    if (r < m) return detail::quantize_x_q8(x + r * k, xq + r * nb, k);
+    std::memset(static_cast<void*>(xq + r * nb), 0, static_cast<size_t>(nb) * sizeof(XBlockQ8));
+  };
+  if (rows >= 8)
+    pool.parallel_for(rows, quantize);
+  else
+    for (int64_t r = 0; r < rows; ++r) quantize(r);
+  return xq;
+}
+
 // fast_prefill on a processor with AMX: block-type slices on int8 tiles (x quantized once,
 // padded with zero rows to the tiles' 32), the others through sgemm.
 void linear_fast_amx(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
                      ThreadPool& pool) {
-  const int64_t nb = k / kQ8_0BlockSize, padded = (m + 31) / 32 * 32;
-  thread_local std::vector<XBlockQ8> xq_buffer;
-  xq_buffer.resize(static_cast<size_t>(padded * nb));
-  XBlockQ8* xq = xq_buffer.data();
-  pool.parallel_for(padded, [&](int64_t r) {
-    if (r < m) return detail::quantize_x_q8(x + r * k, xq + r * nb, k);
-    std::memset(static_cast<void*>(xq + r * nb), 0, static_cast<size_t>(nb) * sizeof(XBlockQ8));
-  });
+  const XBlockQ8* xq = quantized_x(x, m, (m + 31) / 32 * 32, k, pool);
   std::vector<WeightSlice> blocks, floats;
   for (const WeightSlice& s : w) (int8_x(s.type) ? blocks : floats).push_back(s);
   detail::linear_amx(xq, m, k, blocks, y, ldy, pool);
@@ -234,6 +244,10 @@ struct Chunk {
 
 }  // namespace
 
+#if !defined(SY_LINEAR_X86)
+bool amx_usable() { return false; }
+#endif
+
 const char* simd_level_name(SimdLevel l) {
   switch (l) {
     case SimdLevel::kScalar: return "scalar";
@@ -256,8 +270,6 @@ SimdLevel set_simd_level(SimdLevel l) {
   level_slot().store(static_cast<int>(set), std::memory_order_relaxed);
   return set;
 }
-
-bool amx_usable() { return detail::amx_available(); }
 
 bool linear_supports(DType t) {
   return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kQ8_0 || t == DType::kQ4_0 ||
@@ -319,17 +331,9 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
 
   // x quantized once for every block-type slice.
   const int64_t nb = k / kQ8_0BlockSize;
-  thread_local std::vector<XBlockQ8> xq_buffer;
-  XBlockQ8* xq = nullptr;  // the caller's buffer: a thread_local named in a lambda would be each worker's own
-  if (std::any_of(w.begin(), w.end(), [](const WeightSlice& s) { return int8_x(s.type); })) {
-    xq_buffer.resize(static_cast<size_t>(m * nb));
-    xq = xq_buffer.data();
-    auto quantize = [&](int64_t r) { detail::quantize_x_q8(x + r * k, xq + r * nb, k); };
-    if (m >= 8)
-      pool.parallel_for(m, quantize);
-    else
-      for (int64_t r = 0; r < m; ++r) quantize(r);
-  }
+  const XBlockQ8* xq = std::any_of(w.begin(), w.end(), [](const WeightSlice& s) { return int8_x(s.type); })
+                           ? quantized_x(x, m, m, k, pool)
+                           : nullptr;
 
   auto rows_per_call = [&](DType t) -> int64_t { return int8_x(t) ? kern.int8_rows : detail::kLinearRows; };
 

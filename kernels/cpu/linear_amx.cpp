@@ -226,11 +226,6 @@ void panel_rows(const Panel& p, const XBlockQ8* xq, int64_t r0, int64_t m, int64
 
 }  // namespace
 
-bool amx_available() {
-  static const bool available = detect_amx();
-  return available;
-}
-
 void linear_amx(const XBlockQ8* xq, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
                 ThreadPool& pool) {
   struct Task {
@@ -253,3 +248,12 @@ void linear_amx(const XBlockQ8* xq, int64_t m, int64_t k, std::span<const Weight
 }
 
 }  // namespace sy::cpu::detail
+
+namespace sy::cpu {
+
+bool amx_usable() {
+  static const bool available = detail::detect_amx();
+  return available;
+}
+
+}  // namespace sy::cpu

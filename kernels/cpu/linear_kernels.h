@@ -68,9 +68,8 @@ const LinearKernels* linear_kernels_avx2();
 const LinearKernels* linear_kernels_avx512();
 const LinearKernels* linear_kernels_avx512_vnni();
 
-// AMX (linear_amx.cpp; false and never called where the build is not x86-64).
-bool amx_available();
-// y[i, s.y_col0 + j] = x_i · W_s[j] for block-type slices, rows i < m of x quantized;
+// AMX (linear_amx.cpp; where the build is not x86-64, amx_usable() is false and this is
+// never called): y[i, s.y_col0 + j] = x_i · W_s[j] for block-type slices, rows i < m of x quantized;
 // xq holds m rounded up to a multiple of 32 rows, those past m zero.
 void linear_amx(const XBlockQ8* xq, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
                 ThreadPool& pool);

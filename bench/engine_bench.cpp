@@ -17,7 +17,8 @@
 // host and the argmax taken there, EngineOptions::device_sampling off; default: on the
 // device where the backend can), kv16 (cpu: the KV cache in IEEE half,
 // BackendOptions::cpu_kv_f16), noamx (cpu, fast: prompts' block-type products by
-// dequantized sgemm instead of AMX tiles, BackendTuning::cpu_amx), fast /
+// dequantized sgemm instead of AMX tiles, BackendTuning::cpu_amx), nopf (cpu: the SIMD
+// kernels without software prefetch of the next weight rows, BackendTuning::cpu_prefetch), fast /
 // det (BackendOptions::deterministic off / on; default: the backend's own, cuda fast, cpu
 // det), detrowsN (det with the row count whose cuBLASLt choice becomes the fixed
 // algorithm). Arms with the same backend settings share one backend.
@@ -143,6 +144,7 @@ int main(int argc, char** argv) {
       int32_t det_rows = BackendTuning{}.deterministic_gemm_rows;
       bool kv16 = false;
       bool amx = BackendTuning{}.cpu_amx;
+      bool prefetch = BackendTuning{}.cpu_prefetch;
       size_t backend = 0;
     };
     std::vector<Arm> arms;
@@ -164,6 +166,8 @@ int main(int argc, char** argv) {
           arm.kv16 = true;
         else if (part == "noamx")
           arm.amx = false;
+        else if (part == "nopf")
+          arm.prefetch = false;
         else if (part == "mmasync" || part == "wgmma")
           arm.attention_kernel = part == "wgmma" ? 1 : 0;
         else if (part == "pdl" || part == "nopdl")
@@ -176,7 +180,7 @@ int main(int argc, char** argv) {
           arm.qgemm_rows = std::stoi(part.substr(5));
         else if (part != "default")
           throw cli::UsageError("unknown arm part '" + part +
-                                "' (fast, det, detrowsN, gemvN, qgemmN, pw4, pw8, pdl, nopdl, mmasync, wgmma, kv16, noamx, host, default)");
+                                "' (fast, det, detrowsN, gemvN, qgemmN, pw4, pw8, pdl, nopdl, mmasync, wgmma, kv16, noamx, nopf, host, default)");
       }
       arms.push_back(arm);
     }
@@ -196,7 +200,7 @@ int main(int argc, char** argv) {
                                    ? (arm.attention_kernel ? "+wgmma" : "+mmasync")
                                    : "") +
                               (!arm.deterministic ? "" : *arm.deterministic ? "+det" + std::to_string(arm.det_rows) : "+fast") +
-                              (arm.kv16 ? "+kv16" : "") + (arm.amx ? "" : "+noamx");
+                              (arm.kv16 ? "+kv16" : "") + (arm.amx ? "" : "+noamx") + (arm.prefetch ? "" : "+nopf");
       const auto found = std::find(backend_labels.begin(), backend_labels.end(), key);
       arm.backend = static_cast<size_t>(found - backend_labels.begin());
       if (found != backend_labels.end()) continue;
@@ -215,6 +219,7 @@ int main(int argc, char** argv) {
       opt.deterministic = arm.deterministic;
       opt.cpu_kv_f16 = arm.kv16;
       opt.tuning.cpu_amx = arm.amx;
+      opt.tuning.cpu_prefetch = arm.prefetch;
       const auto t_load = std::chrono::steady_clock::now();
       backends.push_back(create_backend(a.get_or("device", "cpu"), *src, config, opt));
       backend_labels.push_back(key);

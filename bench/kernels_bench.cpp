@@ -1,9 +1,11 @@
 // CPU kernel micro-benchmarks (Google Benchmark): the GEMM shapes of a Qwen3-0.6B layer,
 // products with weights in their stored type (kernels/cpu/linear.h) in the decode and
-// prefill shapes of Qwen3-0.6B and Llama-3-8B, and paged decode attention over a long
-// context.
+// prefill shapes of Qwen3-0.6B and Llama-3-8B (in cache and, for decode, from memory),
+// bare memory reads and parallel_for calls (the pool's share), and paged decode attention
+// over a long context.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <random>
@@ -18,6 +20,9 @@
 #include "kernels/cpu/thread_pool.h"
 
 namespace {
+
+// More than the last-level cache of any machine we bench on (the H200 host's Xeon: 105 MB).
+constexpr double kFromMemoryBytes = 512e6;
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -137,6 +142,81 @@ BENCHMARK_CAPTURE(BM_Linear, q8_0_prefill_invariant, sy::DType::kQ8_0, false)->S
 BENCHMARK_CAPTURE(BM_Linear, q8_0_prefill_sgemm, sy::DType::kQ8_0, true)->SY_LINEAR_SHAPES(512);
 BENCHMARK_CAPTURE(BM_Linear, q4_k_prefill_invariant, sy::DType::kQ4_K, false)->SY_LINEAR_SHAPES(512);
 BENCHMARK_CAPTURE(BM_Linear, q4_k_prefill_sgemm, sy::DType::kQ4_K, true)->SY_LINEAR_SHAPES(512);
+
+// The decode products as a model runs them: weights from memory, not from cache. Copies
+// of one weight adding up to more than any last-level cache (like a model's layers) are
+// multiplied in turn, one row of x each. Beside BM_Read of the same bytes per call, the
+// gap is the kernel's own cost; beside the LM head's rate, the per-call cost.
+void BM_LinearFromMemory(benchmark::State& state, sy::DType type, bool prefetch) {
+  const int64_t n = state.range(0), k = state.range(1);
+  const auto x = random_floats(static_cast<size_t>(k), 1);
+  const auto w = random_weights(type, n, k);
+  const size_t copies = std::max<size_t>(2, static_cast<size_t>(kFromMemoryBytes / static_cast<double>(w.size())));
+  std::vector<uint8_t> all(copies * w.size());
+  for (size_t c = 0; c < copies; ++c) std::memcpy(all.data() + c * w.size(), w.data(), w.size());
+  std::vector<float> y(static_cast<size_t>(n));
+  sy::cpu::LinearOptions opt;
+  opt.prefetch = prefetch;
+  size_t c = 0;
+  for (auto _ : state) {
+    const sy::cpu::WeightSlice slice{type, n, all.data() + c * w.size(), w.size() / static_cast<size_t>(n), 0};
+    sy::cpu::linear(x.data(), 1, k, {&slice, 1}, y.data(), n, sy::cpu::ThreadPool::global(), opt);
+    benchmark::DoNotOptimize(y.data());
+    c = (c + 1) % copies;
+  }
+  state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(w.size()), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(sy::cpu::simd_level_name(sy::cpu::simd_level()));
+}
+#define SY_DECODE_SHAPES                                                                                          \
+  Args({4096, 1024})->Args({1024, 2048})->Args({6144, 1024})->Args({1024, 3072})->Args({151936, 1024})->UseRealTime()
+BENCHMARK_CAPTURE(BM_LinearFromMemory, q8_0, sy::DType::kQ8_0, true)->SY_DECODE_SHAPES;
+BENCHMARK_CAPTURE(BM_LinearFromMemory, q8_0_nopf, sy::DType::kQ8_0, false)->SY_DECODE_SHAPES;
+BENCHMARK_CAPTURE(BM_LinearFromMemory, q4_k, sy::DType::kQ4_K, true)->SY_DECODE_SHAPES;
+BENCHMARK_CAPTURE(BM_LinearFromMemory, q4_k_nopf, sy::DType::kQ4_K, false)->SY_DECODE_SHAPES;
+BENCHMARK_CAPTURE(BM_LinearFromMemory, q6_k, sy::DType::kQ6_K, true)->SY_DECODE_SHAPES;
+BENCHMARK_CAPTURE(BM_LinearFromMemory, q6_k_nopf, sy::DType::kQ6_K, false)->SY_DECODE_SHAPES;
+BENCHMARK_CAPTURE(BM_LinearFromMemory, bf16, sy::DType::kBF16, true)->SY_DECODE_SHAPES;
+BENCHMARK_CAPTURE(BM_LinearFromMemory, bf16_nopf, sy::DType::kBF16, false)->SY_DECODE_SHAPES;
+
+// Reading `bytes` per call from memory on the pool (64-bit loads summed, in the chunks
+// linear() would cut: four a thread), rotating over more than any cache: the pool's and
+// the memory's share of a decode product, without a kernel.
+void BM_Read(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0)) / 64 * 64;
+  const size_t copies = std::max<size_t>(2, static_cast<size_t>(kFromMemoryBytes / static_cast<double>(bytes)));
+  std::vector<uint64_t> all(copies * bytes / 8, 1);
+  auto& pool = sy::cpu::ThreadPool::global();
+  const int64_t parts = pool.size() * 4;
+  std::vector<uint64_t> sums(static_cast<size_t>(parts));
+  size_t c = 0;
+  for (auto _ : state) {
+    const uint64_t* base = all.data() + c * bytes / 8;
+    pool.parallel_for(parts, [&](int64_t p) {
+      const size_t words = bytes / 8, b = words * p / parts, e = words * (p + 1) / parts;
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      size_t i = b;
+      for (; i + 4 <= e; i += 4) s0 += base[i], s1 += base[i + 1], s2 += base[i + 2], s3 += base[i + 3];
+      for (; i < e; ++i) s0 += base[i];
+      sums[static_cast<size_t>(p)] = s0 + s1 + s2 + s3;
+    });
+    benchmark::DoNotOptimize(sums.data());
+    c = (c + 1) % copies;
+  }
+  state.counters["bytes/s"] = benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+}
+// The q8_0 bytes of the decode shapes above: QKV, O, gate+up, down, LM head.
+BENCHMARK(BM_Read)->Arg(4456448)->Arg(2228224)->Arg(6684672)->Arg(3342336)->Arg(165306368)->UseRealTime();
+
+// One parallel_for of `n` chunks that do nothing: the pool's fixed cost per call.
+void BM_ParallelFor(benchmark::State& state) {
+  auto& pool = sy::cpu::ThreadPool::global();
+  std::vector<int64_t> hits(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) {
+    pool.parallel_for(state.range(0), [&](int64_t i) { hits[static_cast<size_t>(i)] = i; });
+    benchmark::DoNotOptimize(hits.data());
+  }
+}
+BENCHMARK(BM_ParallelFor)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
 
 // One decode query per head over `ctx` cached tokens (16 query heads, 8 KV heads, d=128).
 void BM_PagedDecodeAttention(benchmark::State& state) {

@@ -26,9 +26,9 @@ namespace sy::cpu {
 namespace detail {
 
 #if !defined(SY_LINEAR_X86)
-const LinearKernels* linear_kernels_avx2() { return nullptr; }
-const LinearKernels* linear_kernels_avx512() { return nullptr; }
-const LinearKernels* linear_kernels_avx512_vnni() { return nullptr; }
+const LinearKernels* linear_kernels_avx2(bool) { return nullptr; }
+const LinearKernels* linear_kernels_avx512(bool) { return nullptr; }
+const LinearKernels* linear_kernels_avx512_vnni(bool) { return nullptr; }
 void linear_amx(const XBlockQ8*, int64_t, int64_t, std::span<const WeightSlice>, float*, int64_t, ThreadPool&) {}
 #endif
 
@@ -99,12 +99,12 @@ std::atomic<int>& level_slot() {
   return level;
 }
 
-const LinearKernels& kernels_for(SimdLevel l) {
+const LinearKernels& kernels_for(SimdLevel l, bool prefetch) {
   const LinearKernels* k = nullptr;
   switch (l) {
-    case SimdLevel::kAvx512Vnni: k = detail::linear_kernels_avx512_vnni(); break;
-    case SimdLevel::kAvx512: k = detail::linear_kernels_avx512(); break;
-    case SimdLevel::kAvx2: k = detail::linear_kernels_avx2(); break;
+    case SimdLevel::kAvx512Vnni: k = detail::linear_kernels_avx512_vnni(prefetch); break;
+    case SimdLevel::kAvx512: k = detail::linear_kernels_avx512(prefetch); break;
+    case SimdLevel::kAvx2: k = detail::linear_kernels_avx2(prefetch); break;
     case SimdLevel::kScalar: break;
   }
   return k ? *k : *detail::linear_kernels_scalar();
@@ -327,7 +327,11 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
       return linear_fast_amx(x, m, k, w, y, ldy, pool);
     return linear_sgemm(x, m, k, w, y, ldy, pool);
   }
-  const LinearKernels& kern = kernels_for(simd_level());
+  // Prefetching tiles only where x's rows fit one kernel call: with more, a chunk's
+  // weights are read from memory once and then from cache by the next groups of rows, and
+  // the prefetches only cost (measured: bf16 deterministic prefill 469 against 612 tok/s).
+  const LinearKernels& kern = kernels_for(simd_level(), false);
+  const LinearKernels& kern_pf = kernels_for(simd_level(), opt.prefetch);
 
   // x quantized once for every block-type slice.
   const int64_t nb = k / kQ8_0BlockSize;
@@ -355,18 +359,19 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
     const uint8_t* wp = s.data + static_cast<size_t>(ch.j0) * s.row_stride;
     const int64_t cols = ch.j1 - ch.j0;
     const int64_t step = rows_per_call(s.type);
+    const LinearKernels& kk = m <= step ? kern_pf : kern;
     for (int64_t r = 0; r < m; r += step) {
       const int rows = static_cast<int>(std::min<int64_t>(step, m - r));
       float* yp = y + r * ldy + s.y_col0 + ch.j0;
       switch (s.type) {
-        case DType::kQ8_0: kern.q8_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
-        case DType::kQ4_0: kern.q4_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
-        case DType::kQ4_K: kern.q4_k(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
-        case DType::kQ5_K: kern.q5_k(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
-        case DType::kQ6_K: kern.q6_k(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
-        case DType::kBF16: kern.bf16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
-        case DType::kF16: kern.f16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
-        default: kern.f32(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kQ8_0: kk.q8_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kQ4_0: kk.q4_0(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kQ4_K: kk.q4_k(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kQ5_K: kk.q5_k(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kQ6_K: kk.q6_k(xq + r * nb, nb, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kBF16: kk.bf16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        case DType::kF16: kk.f16(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
+        default: kk.f32(x + r * k, k, rows, wp, s.row_stride, cols, k, yp, ldy); break;
       }
     }
   });

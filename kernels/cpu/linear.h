@@ -85,6 +85,11 @@ struct LinearOptions {
   // AMX int8 tiles (exact integer sums per block, as the int8 kernels, then the scales)
   // instead of dequantized sgemm. False keeps sgemm (the bench's `noamx` arm, tests).
   bool amx = true;
+  // The SIMD kernels load the next tile's weight rows into L1 while a tile runs
+  // (software prefetch) where x's rows fit one kernel call (decode): those steps read
+  // each weight row once, and rows too short for the hardware prefetcher. Same results
+  // either way; false is the bench's `nopf` arm.
+  bool prefetch = true;
 };
 
 // Whether this processor has AMX-TILE and AMX-INT8 and Linux lets this process use them.

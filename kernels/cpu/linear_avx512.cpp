@@ -6,19 +6,20 @@
 namespace sy::cpu::detail {
 namespace {
 
+template <bool kPf>
 const LinearKernels kKernels = {
-    float_rows<Lanes8, WF32, 4>,
-    float_rows<Lanes8, WF16, 4>,
-    float_rows<Lanes8, WBF16, 4>,
-    q_rows<DotAvx2, WQ8_0, 4>,
-    q_rows<DotAvx2, WQ4_0, 4>,
-    k4_rows<DotAvx2, BlockQ4_K, 4>,
-    k4_rows<DotAvx2, BlockQ5_K, 4>,
-    q6_k_rows<DotAvx2, 4>,
+    float_rows<Lanes8, WF32, 4, kPf>,
+    float_rows<Lanes8, WF16, 4, kPf>,
+    float_rows<Lanes8, WBF16, 4, kPf>,
+    q_rows<DotAvx2, WQ8_0, 4, kPf>,
+    q_rows<DotAvx2, WQ4_0, 4, kPf>,
+    k4_rows<DotAvx2, BlockQ4_K, 4, kPf>,
+    k4_rows<DotAvx2, BlockQ5_K, 4, kPf>,
+    q6_k_rows<DotAvx2, 4, kPf>,
 };
 
 }  // namespace
 
-const LinearKernels* linear_kernels_avx512() { return &kKernels; }
+const LinearKernels* linear_kernels_avx512(bool prefetch) { return prefetch ? &kKernels<true> : &kKernels<false>; }
 
 }  // namespace sy::cpu::detail

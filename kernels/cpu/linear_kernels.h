@@ -62,11 +62,12 @@ struct LinearKernels {
   int int8_rows = kLinearRows;  // rows of x the block-type kernels take per call
 };
 
-// Each returns null where the build lacks that level's file.
+// Each returns null where the build lacks that level's file; `prefetch`: the tiles that
+// load the next tile's weight rows ahead (LinearOptions::prefetch) or those that do not.
 const LinearKernels* linear_kernels_scalar();
-const LinearKernels* linear_kernels_avx2();
-const LinearKernels* linear_kernels_avx512();
-const LinearKernels* linear_kernels_avx512_vnni();
+const LinearKernels* linear_kernels_avx2(bool prefetch);
+const LinearKernels* linear_kernels_avx512(bool prefetch);
+const LinearKernels* linear_kernels_avx512_vnni(bool prefetch);
 
 // AMX (linear_amx.cpp; where the build is not x86-64, amx_usable() is false and this is
 // never called): y[i, s.y_col0 + j] = x_i · W_s[j] for block-type slices, rows i < m of x quantized;

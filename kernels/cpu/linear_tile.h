@@ -58,21 +58,47 @@ inline void tiles(int rows, int64_t cols, Fn& fn) {
   }
 }
 
+// The next tile's weight rows, j1 .. j1 + min(C, cols − j1) − 1 of the kernel call's
+// columns, loaded into L1 a little at a time while this tile runs: at(offset, bytes)
+// touches every cache line of bytes [offset, offset + bytes) of each row. A decode step
+// reads rows of one to a few KB once, in tiles of two to four rows at a time: too short
+// for the hardware prefetcher to ramp up on before the tile moves on (measured on the
+// GPU host's Xeon, one thread: q8_0 products read their weights at 5.7-7.5 GB/s against
+// 10.5 GB/s for a plain read; docs/PERFORMANCE.md). kOn false compiles it out
+// (LinearOptions::prefetch).
+template <bool kOn, int C>
+struct NextRows {
+  const uint8_t* first;
+  size_t ws;
+  int n;
+  NextRows(const uint8_t* w, size_t row_stride, int64_t j1, int64_t cols)
+      : first(w + static_cast<size_t>(j1) * row_stride), ws(row_stride),
+        n(cols > j1 ? static_cast<int>(cols - j1 < C ? cols - j1 : C) : 0) {}
+  void at(size_t offset, size_t bytes) const {
+    if constexpr (kOn)
+      for (int h = 0; h < n; ++h)
+        for (size_t o = 0; o < bytes; o += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(first + h * ws + offset + o), _MM_HINT_T0);
+  }
+};
+
 // Float weights (f32, f16, bf16) widened to float32 (exactly), multiplied by FMA into
 // eight lanes. The last k % 8 elements go through zero-padded copies: one more step, its
 // missing elements 0 · 0, as linear.h's sequence says.
-template <class V, class WT, int kCols>
+template <class V, class WT, int kCols, bool kPf>
 void float_rows(const float* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
                 int64_t ldy) {
   using F = typename V::F;
   constexpr int kL = V::kLanes;
   auto tile = [&]<int R, int C>(int64_t j) {
     const uint8_t* wj = w + static_cast<size_t>(j) * ws;
+    const NextRows<kPf, C> next(w, ws, j + C, cols);
     F acc[R][C];
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) acc[r][c] = V::zero();
     int64_t i = 0;
     for (; i + kL <= k; i += kL) {
+      if ((i * WT::kBytes) % 64 == 0) next.at(static_cast<size_t>(i * WT::kBytes), 64);
       F b[C];
       for (int c = 0; c < C; ++c) b[c] = V::load(WT{}, wj + c * ws + i * WT::kBytes);
       for (int r = 0; r < R; ++r) {
@@ -127,16 +153,18 @@ struct WQ4_0 {
 // 32-value weight blocks (WB: Q8_0, Q4_0) against x quantized per block (XBlockQ8): per
 // block, Dot::dot gives eight int32 partial sums of four products each (exact),
 // converted to float and scaled by x's and the weight's block scales into eight lanes.
-template <class Dot, class WB, int C>
+template <class Dot, class WB, int C, bool kPf>
 void q_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
             int64_t ldy) {
   const int64_t nb = k / kQ8_0BlockSize;
   auto tile = [&]<int R, int CC>(int64_t j) {
     const uint8_t* wj = w + static_cast<size_t>(j) * ws;
+    const NextRows<kPf, CC> next(w, ws, j + CC, cols);
     __m256 acc[R][CC];
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < CC; ++c) acc[r][c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
+      next.at(static_cast<size_t>(b) * sizeof(typename WB::Block), 1);
       __m256i wq[CC];
       float wd[CC];
       for (int c = 0; c < CC; ++c) {
@@ -189,12 +217,13 @@ inline void k_scales(const Blk& b, float* dsc, float* dmn) {
 // against x quantized per block of 32: per sub-block, lane l adds
 // fma(d_x·d·sc, Σ of the four products q·q_x 4l..4l+3), and a separate sum adds
 // fma(d_x·dmin·mn, Σ q_x); y = (the lanes' tree) − that sum. Sub-blocks in order.
-template <class Dot, class Blk, int C>
+template <class Dot, class Blk, int C, bool kPf>
 void k4_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
                int64_t ldy) {
   const int64_t nsb = k / kQKBlockSize;
   auto tile = [&]<int R, int CC>(int64_t j) {
     const uint8_t* wj = w + static_cast<size_t>(j) * ws;
+    const NextRows<kPf, CC> next(w, ws, j + CC, cols);
     __m256 acc[R][CC];
     float mins[R][CC];
     for (int r = 0; r < R; ++r)
@@ -204,6 +233,7 @@ void k4_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t 
       }
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int64_t s = 0; s < nsb; ++s) {
+      next.at(static_cast<size_t>(s) * sizeof(Blk), sizeof(Blk));
       const Blk* blk[CC];
       alignas(32) float dsc[CC][8], dmn[CC][8];  // d·sc and dmin·mn per sub-block
       for (int c = 0; c < CC; ++c) {
@@ -252,17 +282,19 @@ void k4_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t 
 // four bits in ql[l] (k = 0), ql[32 + l] (k = 1) or their high nibbles (k = 2, 3), and
 // bits 2k, 2k+1 of qh[l] on top. Per group, lane l adds fma(d_x·(d·sc), Σ of four
 // (q − 32)·q_x), sc that of values 0-15 for lanes 0-3 and of 16-31 for lanes 4-7.
-template <class Dot, int C>
+template <class Dot, int C, bool kPf>
 void q6_k_rows(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k, float* y,
                int64_t ldy) {
   const int64_t nsb = k / kQKBlockSize;
   auto tile = [&]<int R, int CC>(int64_t j) {
     const uint8_t* wj = w + static_cast<size_t>(j) * ws;
+    const NextRows<kPf, CC> next(w, ws, j + CC, cols);
     __m256 acc[R][CC];
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < CC; ++c) acc[r][c] = _mm256_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
     for (int64_t s = 0; s < nsb; ++s) {
+      next.at(static_cast<size_t>(s) * sizeof(BlockQ6_K), sizeof(BlockQ6_K));
       const BlockQ6_K* blk[CC];
       float d[CC];
       for (int c = 0; c < CC; ++c) {

@@ -83,16 +83,18 @@ inline void store_pairs(const __m512 (&acc)[R][(CC + 1) / 2], const __m128* minu
 }
 
 // Q8_0 and Q4_0 weights (signed quants): q_rows's sequence.
-template <class WB, int C>
+template <class WB, int C, bool kPf>
 void q_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k,
                float* y, int64_t ldy) {
   const int64_t nb = k / kQ8_0BlockSize;
   auto tile = [&]<int R, int CC>(int64_t j) {
     const PairRows<CC> pr(w, ws, j);
+    const NextRows<kPf, CC> next(w, ws, j + CC, cols);
     constexpr int P = PairRows<CC>::P;
     __m512 acc[R][P];
     zero(acc);
     for (int64_t b = 0; b < nb; ++b) {
+      next.at(static_cast<size_t>(b) * sizeof(typename WB::Block), 1);
       __m512i wq[P], start[P];
       __m512 wd[P];
       for (int p = 0; p < P; ++p) {
@@ -118,13 +120,14 @@ void q_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_
 
 // Q4_K and Q5_K weights (unsigned quants against signed x): k4_rows's sequence, the
 // minimum terms of the tile's (at most four) columns in the lanes of one 128-bit vector.
-template <class Blk, int C>
+template <class Blk, int C, bool kPf>
 void k4_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k,
                 float* y, int64_t ldy) {
   static_assert(C <= 4, "the minimum terms of a tile's columns fill one 128-bit vector");
   const int64_t nsb = k / kQKBlockSize;
   auto tile = [&]<int R, int CC>(int64_t j) {
     const PairRows<CC> pr(w, ws, j);
+    const NextRows<kPf, CC> next(w, ws, j + CC, cols);
     constexpr int P = PairRows<CC>::P;
     __m512 acc[R][P];
     __m128 mins[R];
@@ -132,6 +135,7 @@ void k4_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size
     for (int r = 0; r < R; ++r) mins[r] = _mm_setzero_ps();
     const __m512i low4 = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
     for (int64_t s = 0; s < nsb; ++s) {
+      next.at(static_cast<size_t>(s) * sizeof(Blk), sizeof(Blk));
       const Blk* blk[2 * P];
       alignas(32) float dsc[2 * P][8], dmn[4][8] = {};
       for (int h = 0; h < 2 * P; ++h) {
@@ -182,21 +186,23 @@ void k4_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size
 
 // Q6_K weights (q − 32, signed): q6_k_rows's sequence, each column's quants decoded as
 // there and paired.
-template <int C>
+template <int C, bool kPf>
 void q6_k_rows512(const XBlockQ8* x, int64_t ldx, int rows, const uint8_t* w, size_t ws, int64_t cols, int64_t k,
                   float* y, int64_t ldy) {
   if (rows > kLinearRows) {  // the decoded quants fill the registers that more rows would need
-    q6_k_rows512<C>(x, ldx, kLinearRows, w, ws, cols, k, y, ldy);
-    return q6_k_rows512<C>(x + kLinearRows * ldx, ldx, rows - kLinearRows, w, ws, cols, k, y + kLinearRows * ldy, ldy);
+    q6_k_rows512<C, kPf>(x, ldx, kLinearRows, w, ws, cols, k, y, ldy);
+    return q6_k_rows512<C, kPf>(x + kLinearRows * ldx, ldx, rows - kLinearRows, w, ws, cols, k, y + kLinearRows * ldy, ldy);
   }
   const int64_t nsb = k / kQKBlockSize;
   auto tile = [&]<int R, int CC>(int64_t j) {
     const PairRows<CC> pr(w, ws, j);
+    const NextRows<kPf, CC> next(w, ws, j + CC, cols);
     constexpr int P = PairRows<CC>::P;
     __m512 acc[R][P];
     zero(acc);
     const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
     for (int64_t s = 0; s < nsb; ++s) {
+      next.at(static_cast<size_t>(s) * sizeof(BlockQ6_K), sizeof(BlockQ6_K));
       const BlockQ6_K* blk[2 * P];
       for (int h = 0; h < 2 * P; ++h) blk[h] = reinterpret_cast<const BlockQ6_K*>(pr.row[h]) + s;
       for (int half = 0; half < 2; ++half) {

@@ -4,6 +4,7 @@
 // call, batch invariance and thread-count invariance.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -414,7 +415,8 @@ TEST(CpuLinear, RowsAreBatchAndThreadInvariant) {
 }
 
 // Every level performs linear.h's one sequence of operations: the same bits, scalar
-// included, for every type (Q8_0's integer block sums are exact on every level).
+// included, for every type (Q8_0's integer block sums are exact on every level), with
+// the next weight rows prefetched or not (n = 29: tiles cut short at the chunk's end).
 TEST(CpuLinear, EveryLevelGivesTheSameBits) {
   LevelGuard guard;
   ThreadPool pool(2);
@@ -427,12 +429,16 @@ TEST(CpuLinear, EveryLevelGivesTheSameBits) {
     std::vector<float> base(static_cast<size_t>(m * n), NAN), y(base.size(), NAN);
     set_simd_level(SimdLevel::kScalar);
     linear(x.data(), m, w.k, {&s, 1}, base.data(), n, pool);
-    for (const SimdLevel level : levels()) {
-      set_simd_level(level);
-      linear(x.data(), m, w.k, {&s, 1}, y.data(), n, pool);
-      EXPECT_EQ(0, std::memcmp(y.data(), base.data(), y.size() * 4))
-          << simd_level_name(level) << " " << dtype_name(t);
-    }
+    for (const SimdLevel level : levels())
+      for (const bool prefetch : {true, false}) {
+        set_simd_level(level);
+        LinearOptions opt;
+        opt.prefetch = prefetch;
+        std::fill(y.begin(), y.end(), NAN);
+        linear(x.data(), m, w.k, {&s, 1}, y.data(), n, pool, opt);
+        EXPECT_EQ(0, std::memcmp(y.data(), base.data(), y.size() * 4))
+            << simd_level_name(level) << " " << dtype_name(t) << (prefetch ? "" : " without prefetch");
+      }
   }
 }
 

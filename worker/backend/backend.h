@@ -53,6 +53,8 @@ struct BackendTuning {
   // cpu, not deterministic: prompts' block-type products on AMX int8 tiles where the
   // processor has AMX (cpu::LinearOptions::amx); false: dequantized sgemm.
   bool cpu_amx = true;
+  // cpu: the SIMD kernels prefetch the next tile's weight rows (cpu::LinearOptions::prefetch).
+  bool cpu_prefetch = true;
 };
 
 struct BackendOptions {

@@ -214,6 +214,7 @@ CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const 
       block_size_(options.block_size),
       deterministic_(options.deterministic.value_or(true)),
       amx_(options.tuning.cpu_amx),
+      prefetch_(options.tuning.cpu_prefetch),
       comm_(comm),
       cp_comm_(cp.size > 1 ? cp_comm : nullptr),
       cp_size_(cp.size) {
@@ -263,6 +264,7 @@ void CpuBackend::matmul(const float* x, const WeightMatrix& w, float* y, int64_t
   cpu::LinearOptions opt;
   opt.fast_prefill = !deterministic_;
   opt.amx = amx_;
+  opt.prefetch = prefetch_;
   cpu::linear(x, m, w.cols, w.slices, y, ldy, *pool_, opt);
 }
 

@@ -82,6 +82,7 @@ class CpuBackend : public Backend {
   int32_t num_blocks_;  // this rank's cache slots
   bool deterministic_;
   bool amx_;  // BackendTuning::cpu_amx
+  bool prefetch_;  // BackendTuning::cpu_prefetch
   parallel::Communicator* comm_;
   parallel::Communicator* cp_comm_;
   int32_t cp_size_ = 1;

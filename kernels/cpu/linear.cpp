@@ -30,6 +30,7 @@ const LinearKernels* linear_kernels_avx2(bool) { return nullptr; }
 const LinearKernels* linear_kernels_avx512(bool) { return nullptr; }
 const LinearKernels* linear_kernels_avx512_vnni(bool) { return nullptr; }
 void linear_amx(const XBlockQ8*, int64_t, int64_t, std::span<const WeightSlice>, float*, int64_t, ThreadPool&) {}
+void linear_amx_bf16(const uint16_t*, int64_t, int64_t, std::span<const WeightSlice>, float*, int64_t, ThreadPool&) {}
 #endif
 
 void quantize_x_q8(const float* x, XBlockQ8* out, int64_t k) {
@@ -209,14 +210,33 @@ const XBlockQ8* quantized_x(const float* x, int64_t m, int64_t rows, int64_t k, 
   return xq;
 }
 
-// fast_prefill on a processor with AMX: block-type slices on int8 tiles (x quantized once,
-// padded with zero rows to the tiles' 32), the others through sgemm.
+// Slices the AMX tiles take: block types (int8 tiles) and bf16 rows of whole 32-value
+// chunks (bf16 tiles).
+bool amx_bf16(const WeightSlice& s, int64_t k) { return s.type == DType::kBF16 && k % 32 == 0; }
+bool amx_takes(const WeightSlice& s, int64_t k) { return int8_x(s.type) || amx_bf16(s, k); }
+
+// x's rows rounded to bf16 in a buffer of this thread's holding `rows` >= m rows, those
+// past m zero.
+const uint16_t* bf16_x(const float* x, int64_t m, int64_t rows, int64_t k, ThreadPool& pool) {
+  thread_local std::vector<uint16_t> buffer;
+  buffer.resize(static_cast<size_t>(rows * k));
+  uint16_t* xb = buffer.data();  // the caller's buffer (see quantized_x)
+  pool.parallel_for(rows, [&](int64_t r) {
+    for (int64_t c = 0; c < k; ++c) xb[r * k + c] = r < m ? f32_to_bf16(x[r * k + c]) : 0;
+  });
+  return xb;
+}
+
+// fast_prefill on a processor with AMX: block-type slices on int8 tiles (x quantized once),
+// bf16 slices on bf16 tiles (x rounded once), both padded with zero rows to the tiles' 32;
+// the others through sgemm.
 void linear_fast_amx(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
                      ThreadPool& pool) {
-  const XBlockQ8* xq = quantized_x(x, m, (m + 31) / 32 * 32, k, pool);
-  std::vector<WeightSlice> blocks, floats;
-  for (const WeightSlice& s : w) (int8_x(s.type) ? blocks : floats).push_back(s);
-  detail::linear_amx(xq, m, k, blocks, y, ldy, pool);
+  const int64_t rows = (m + 31) / 32 * 32;
+  std::vector<WeightSlice> blocks, halves, floats;
+  for (const WeightSlice& s : w) (int8_x(s.type) ? blocks : amx_bf16(s, k) ? halves : floats).push_back(s);
+  if (!blocks.empty()) detail::linear_amx(quantized_x(x, m, rows, k, pool), m, k, blocks, y, ldy, pool);
+  if (!halves.empty()) detail::linear_amx_bf16(bf16_x(x, m, rows, k, pool), m, k, halves, y, ldy, pool);
   if (!floats.empty()) linear_sgemm(x, m, k, floats, y, ldy, pool);
 }
 
@@ -323,7 +343,8 @@ void linear(const float* x, int64_t m, int64_t k, std::span<const WeightSlice> w
   if (opt.fast_prefill && m >= kFastPrefillRows) {
     // AMX only at the top SIMD level: a lowered level (SWITCHYARD_CPU_SIMD, tests) keeps
     // the processor's newest instructions out, these included.
-    if (opt.amx && simd_level() == SimdLevel::kAvx512Vnni && amx_usable() && std::any_of(w.begin(), w.end(), [](const WeightSlice& s) { return int8_x(s.type); }))
+    if (opt.amx && simd_level() == SimdLevel::kAvx512Vnni && amx_usable() &&
+        std::any_of(w.begin(), w.end(), [k](const WeightSlice& s) { return amx_takes(s, k); }))
       return linear_fast_amx(x, m, k, w, y, ldy, pool);
     return linear_sgemm(x, m, k, w, y, ldy, pool);
   }

@@ -81,9 +81,10 @@ struct LinearOptions {
   // back, so the two paths differ by float32 rounding only.
   bool fast_prefill = false;
   // Under fast_prefill, where the processor has AMX (amx_usable()) and simd_level() is the
-  // top one (avx512vnni, not lowered): block-type slices go to
-  // AMX int8 tiles (exact integer sums per block, as the int8 kernels, then the scales)
-  // instead of dequantized sgemm. False keeps sgemm (the bench's `noamx` arm, tests).
+  // top one (avx512vnni, not lowered): block-type slices go to AMX int8 tiles (exact
+  // integer sums per block, as the int8 kernels, then the scales), and bf16 slices with
+  // k % 32 == 0 to AMX bf16 tiles (x rounded to bf16, products exact, fp32 sums), instead
+  // of dequantized sgemm. False keeps sgemm (the bench's `noamx` arm, tests).
   bool amx = true;
   // The SIMD kernels load the next tile's weight rows into L1 while a tile runs
   // (software prefetch) where x's rows fit one kernel call (decode): those steps read
@@ -92,7 +93,8 @@ struct LinearOptions {
   bool prefetch = true;
 };
 
-// Whether this processor has AMX-TILE and AMX-INT8 and Linux lets this process use them.
+// Whether this processor has AMX-TILE, AMX-INT8 and AMX-BF16 and Linux lets this process
+// use them.
 bool amx_usable();
 
 // y[i, s.y_col0 + j] = Σ_c x[i, c] · W_s[j, c] for every slice s, i < m, j < s.n;

@@ -54,8 +54,8 @@ TileConfig config_for(int sub) {
 bool detect_amx() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  const bool tile = (edx >> 24) & 1, int8 = (edx >> 25) & 1;
-  if (!tile || !int8) return false;
+  const bool tile = (edx >> 24) & 1, int8 = (edx >> 25) & 1, bf16 = (edx >> 22) & 1;
+  if (!tile || !int8 || !bf16) return false;
   // Linux hands out the 8 KiB of tile state only on request (arch_prctl
   // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA), for every thread of the process.
   constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;

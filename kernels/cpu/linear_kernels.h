@@ -75,6 +75,12 @@ const LinearKernels* linear_kernels_avx512_vnni(bool prefetch);
 void linear_amx(const XBlockQ8* xq, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
                 ThreadPool& pool);
 
+// AMX-BF16 (linear_amx_bf16.cpp; never called where amx_usable() is false): the same for
+// bf16 slices, k % 32 == 0; xb holds x rounded to bf16 (row stride k), m rounded up to a
+// multiple of 32 rows, those past m zero.
+void linear_amx_bf16(const uint16_t* xb, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
+                     ThreadPool& pool);
+
 // x quantized for Q8_0 and Q4_0 products, the same for every level: per block of 32,
 // d = max|x| / 127, qs = round-to-nearest-even(x / d) (0 for an all-zero block).
 void quantize_x_q8(const float* x, XBlockQ8* out, int64_t k);

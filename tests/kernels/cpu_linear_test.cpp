@@ -158,8 +158,9 @@ int64_t block_values(DType t) {
 // The bound on |y - Σ x·w| for one element: float32 accumulation (a sum of k/8 + 8
 // roundings at most per lane tree, twice for slack) and, for Q8_0, x's quantization to
 // int8 per block of 32: each |Δx| <= max|x in its block| / 254, plus rounding of the
-// scale (1%).
-double bound(const Matrix& w, const float* x, int64_t j) {
+// scale (1%). x_bf16: x rounded to bf16 (the AMX bf16 tiles), each |Δx| <= 2^-9 |x|, and
+// the tiles' fp32 sums in any order: k roundings.
+double bound(const Matrix& w, const float* x, int64_t j, bool x_bf16 = false) {
   double abs_sum = 0, quant = 0;
   for (int64_t b = 0; b < w.k; b += kQ8_0BlockSize) {
     double amax = 0, wsum = 0;
@@ -172,6 +173,7 @@ double bound(const Matrix& w, const float* x, int64_t j) {
     }
     quant += amax / 254.0 * wsum;
   }
+  if (x_bf16) return (std::ldexp(1.0, -9) + static_cast<double>(w.k) * std::ldexp(1.0, -23)) * abs_sum + 1e-30;
   const double fp = 2.0 * (static_cast<double>(w.k) / 8 + 8) * std::ldexp(1.0, -24) * abs_sum;
   return fp + (int8_x(w.type) ? 1.01 * quant : 0.0) + 1e-30;
 }
@@ -190,8 +192,12 @@ void check(std::span<const Matrix> ws, const std::vector<float>& x, int64_t m, i
   const int64_t ldy = n + 2;
   std::vector<float> y(static_cast<size_t>(m * ldy), NAN);
   linear(x.data(), m, k, slices, y.data(), ldy, pool, opt);
+  // linear.h's LinearOptions::amx: where bf16 rows see x rounded to bf16.
+  const bool amx = opt.fast_prefill && opt.amx && m >= kFastPrefillRows && amx_usable() &&
+                   simd_level() == SimdLevel::kAvx512Vnni;
   int64_t col = 1, bad = 0;
   for (const Matrix& w : ws) {
+    const bool x_bf16 = amx && w.type == DType::kBF16 && k % 32 == 0;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < w.n; ++j) {
         double ref = 0;
@@ -199,7 +205,7 @@ void check(std::span<const Matrix> ws, const std::vector<float>& x, int64_t m, i
           ref += static_cast<double>(x[static_cast<size_t>(i * k + c)]) *
                  w.values[static_cast<size_t>(j * k + c)];
         const float got = y[static_cast<size_t>(i * ldy + col + j)];
-        const double tol = bound(w, &x[static_cast<size_t>(i * k)], j);
+        const double tol = bound(w, &x[static_cast<size_t>(i * k)], j, x_bf16);
         if (!(std::fabs(got - ref) <= tol) && bad++ < 5)
           ADD_FAILURE() << what << " " << dtype_name(w.type) << " row " << i << " col " << j << ": "
                         << got << " vs " << ref << " (bound " << tol << ")";
@@ -388,6 +394,43 @@ TEST(CpuLinear, AmxPrefillMatchesFloat64AndTheInt8Kernels) {
   off.amx = false;
   linear(x.data(), m, k, {&s, 1}, sgemm.data(), s.n, pool, off);
   EXPECT_EQ(0, std::memcmp(lowered.data(), sgemm.data(), lowered.size() * 4));
+}
+
+// AMX bf16 tiles: panels of 32 columns (n = 70: the third cut short), rows not a multiple
+// of 32, k of 3 and 16 tile chunks, two slices in one call; tight against float64 of x
+// rounded to bf16 (what the tiles multiply: the products are exact, only fp32 sums
+// round), and k = 100 (not whole chunks) through sgemm against x as given.
+TEST(CpuLinear, AmxBf16PrefillIsTheProductOfXRoundedToBf16) {
+  if (!amx_usable()) GTEST_SKIP() << "no AMX here (AMX-TILE, -INT8, -BF16, granted by the OS): runs on the GPU host's Xeon";
+  ThreadPool pool(3);
+  std::mt19937 rng(31);
+  LinearOptions opt;
+  opt.fast_prefill = true;
+  for (const int64_t k : {96, 512, 100})
+    for (const int64_t m : {16, 45, 77}) {
+      const std::vector<Matrix> ws = {random_matrix(DType::kBF16, 70, k, rng), random_matrix(DType::kBF16, 5, k, rng)};
+      const std::vector<float> x = random_x(m, k, rng);
+      std::vector<float> y;
+      check(ws, x, m, k, pool, opt, "amx bf16 k=" + std::to_string(k) + " m=" + std::to_string(m), &y);
+      if (k % 32 != 0) continue;
+      const int64_t ldy = static_cast<int64_t>(y.size()) / m;
+      int64_t col = 1, bad = 0;
+      for (const Matrix& w : ws) {
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < w.n; ++j) {
+            double ref = 0, mag = 0;
+            for (int64_t c = 0; c < k; ++c) {
+              const double p = bf16_to_f32(f32_to_bf16(x[static_cast<size_t>(i * k + c)])) * w.values[static_cast<size_t>(j * k + c)];
+              ref += p;
+              mag += std::fabs(p);
+            }
+            const float got = y[static_cast<size_t>(i * ldy + col + j)];
+            if (!(std::fabs(got - ref) <= static_cast<double>(k) * std::ldexp(1.0, -23) * mag) && bad++ < 5)
+              ADD_FAILURE() << "k=" << k << " m=" << m << " row " << i << " col " << col + j << ": " << got << " vs " << ref;
+          }
+        col += w.n;
+      }
+    }
 }
 
 // Each row's outputs are the same bits whatever else is in the step and however many

@@ -1,0 +1,111 @@
+// linear()'s bf16 products of many rows on Intel AMX (linear_kernels.h's
+// linear_amx_bf16): the prefill path of fast_prefill for bf16 weights where amx_usable().
+//
+// A tile product C[16 × 16] fp32 += A[16 × 32 bf16] · B[16 × 16 pairs] adds 32 products
+// per element, each exact in fp32 (bf16 × bf16), accumulated in fp32 (round to nearest
+// even). A is 16 rows of x rounded to bf16 (the caller's buffer, row stride k), B is 16
+// weight columns of 32 values in the tile's layout: row g holds values 2g and 2g + 1 of
+// every column side by side, which the weights' rows give 4 bytes at a time (a panel of
+// 32 columns is rearranged once and serves every group of 32 rows). No per-block scale:
+// the C tiles accumulate over the whole of k and are stored once.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/linear_kernels.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace sy::cpu::detail {
+namespace {
+
+constexpr int kTile = 16;          // rows of x, and weight columns, per tile
+constexpr int kPanel = 2 * kTile;  // weight columns a task rearranges and multiplies
+constexpr int kChunk = 32;         // bf16 values of k per tile product (64 bytes)
+constexpr int kChunkElems = kTile * kChunk;  // a B tile: 16 pair rows × 16 columns × 2
+
+// Every tile 16 rows of 64 bytes: C (fp32 accumulators) 0-3, A (x) 4-5, B (weights) 6-7.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+  TileConfig() {
+    for (int t = 0; t < 8; ++t) rows[t] = kTile, colsb[t] = 64;
+  }
+};
+
+// Up to kPanel columns of one bf16 slice as B tiles: [tile][chunk][pair row g][column][2].
+void fill_panel(const WeightSlice& s, int64_t j0, int64_t cols, int64_t k, std::vector<uint16_t>& b) {
+  const int64_t chunks = k / kChunk;
+  b.assign(static_cast<size_t>(2 * chunks * kChunkElems), 0);
+  for (int64_t c = 0; c < cols; ++c) {
+    const uint8_t* row = s.data + static_cast<size_t>(j0 + c) * s.row_stride;
+    uint16_t* bt = b.data() + (c / kTile) * chunks * kChunkElems + (c % kTile) * 2;
+    for (int64_t ch = 0; ch < chunks; ++ch)
+      for (int g = 0; g < kTile; ++g) std::memcpy(bt + ch * kChunkElems + g * 2 * kTile, row + (ch * kChunk + 2 * g) * 2, 4);
+  }
+}
+
+// Rows [r0, r0 + 32) of x (bf16, zero rows past m up to a multiple of 32) against a
+// panel: 2 × 2 tiles, written to y where row < m and column < cols.
+void panel_rows(const std::vector<uint16_t>& b, const uint16_t* xb, int64_t k, int64_t r0, int64_t m, int64_t cols,
+                float* y, int64_t ldy) {
+  const int64_t chunks = k / kChunk;
+  const size_t xstride = static_cast<size_t>(k) * 2;
+  const uint16_t* x0 = xb + r0 * k;
+  const uint16_t* x1 = x0 + kTile * k;
+  const uint16_t* b0 = b.data();
+  const uint16_t* b1 = b0 + chunks * kChunkElems;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    _tile_loadd(4, x0 + ch * kChunk, xstride);
+    _tile_loadd(5, x1 + ch * kChunk, xstride);
+    _tile_loadd(6, b0 + ch * kChunkElems, 64);
+    _tile_loadd(7, b1 + ch * kChunkElems, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float c[4][kTile * kTile];
+  _tile_stored(0, c[0], 64);
+  _tile_stored(1, c[1], 64);
+  _tile_stored(2, c[2], 64);
+  _tile_stored(3, c[3], 64);
+  for (int t = 0; t < 4; ++t) {
+    const int64_t row0 = r0 + (t / 2) * kTile, col0 = (t % 2) * kTile;
+    for (int r = 0; r < kTile && row0 + r < m; ++r)
+      for (int64_t j = 0; j < kTile && col0 + j < cols; ++j) y[(row0 + r) * ldy + col0 + j] = c[t][r * kTile + j];
+  }
+}
+
+}  // namespace
+
+void linear_amx_bf16(const uint16_t* xb, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
+                     ThreadPool& pool) {
+  struct Task {
+    const WeightSlice* s;
+    int64_t j0;
+  };
+  std::vector<Task> tasks;
+  for (const WeightSlice& s : w)
+    for (int64_t j = 0; j < s.n; j += kPanel) tasks.push_back({&s, j});
+  pool.parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t i) {
+    const Task& t = tasks[static_cast<size_t>(i)];
+    thread_local std::vector<uint16_t> panel;
+    const int64_t cols = std::min<int64_t>(kPanel, t.s->n - t.j0);
+    fill_panel(*t.s, t.j0, cols, k, panel);
+    const TileConfig cfg;
+    _tile_loadconfig(&cfg);
+    for (int64_t r0 = 0; r0 < m; r0 += 2 * kTile) panel_rows(panel, xb, k, r0, m, cols, y + t.s->y_col0 + t.j0, ldy);
+    _tile_release();
+  });
+}
+
+}  // namespace sy::cpu::detail

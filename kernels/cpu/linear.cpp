@@ -33,6 +33,29 @@ void linear_amx(const XBlockQ8*, int64_t, int64_t, std::span<const WeightSlice>,
 void linear_amx_bf16(const uint16_t*, int64_t, int64_t, std::span<const WeightSlice>, float*, int64_t, ThreadPool&) {}
 #endif
 
+void for_each_panel(std::span<const WeightSlice> w, int64_t panel, ThreadPool& pool,
+                    const std::function<void(const WeightSlice&, int64_t, int64_t)>& fn) {
+  struct Task {
+    const WeightSlice* s;
+    int64_t j0;
+  };
+  std::vector<Task> tasks;
+  for (const WeightSlice& s : w)
+    for (int64_t j = 0; j < s.n; j += panel) tasks.push_back({&s, j});
+  pool.parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t i) {
+    const Task& t = tasks[static_cast<size_t>(i)];
+    fn(*t.s, t.j0, std::min(panel, t.s->n - t.j0));
+  });
+}
+
+void store_tiles(const float (*c)[256], int64_t r0, int64_t m, int64_t cols, float* y, int64_t ldy) {
+  for (int t = 0; t < 4; ++t) {
+    const int64_t row0 = r0 + (t / 2) * 16, col0 = (t % 2) * 16;
+    for (int64_t r = 0; r < 16 && row0 + r < m; ++r)
+      for (int64_t j = 0; j < 16 && col0 + j < cols; ++j) y[(row0 + r) * ldy + col0 + j] = c[t][r * 16 + j];
+  }
+}
+
 void quantize_x_q8(const float* x, XBlockQ8* out, int64_t k) {
   for (int64_t b = 0; b < k / kQ8_0BlockSize; ++b) {
     const float* v = x + b * kQ8_0BlockSize;

@@ -17,7 +17,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cpuid.h>
 #include <cstring>
 #include <type_traits>
@@ -25,7 +24,6 @@
 
 #include "common/half.h"
 #include "kernels/cpu/linear_kernels.h"
-#include "kernels/cpu/thread_pool.h"
 
 namespace sy::cpu::detail {
 namespace {
@@ -35,14 +33,6 @@ constexpr int kPanel = 2 * kTile;    // weight columns a task unpacks and multip
 constexpr int kRowsPerPass = 2 * kTile;
 
 // The tile registers: C (accumulators) 0-3, A (x) 4-5, B (weights) 6-7.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 TileConfig config_for(int sub) {
   TileConfig c;
   for (int t = 0; t < 4; ++t) c.rows[t] = kTile, c.colsb[t] = 64;
@@ -217,32 +207,19 @@ void panel_rows(const Panel& p, const XBlockQ8* xq, int64_t r0, int64_t m, int64
     if (p.mins)
       for (int t = 0; t < 4; ++t) sub_mins((t < 2 ? x0 : x1) + blk, nb, p.min.data() + ((t % 2) * nb + blk) * kTile, acc[t]);
   }
-  for (int t = 0; t < 4; ++t) {
-    const int64_t row0 = r0 + (t / 2) * kTile, col0 = (t % 2) * kTile;
-    for (int r = 0; r < kTile && row0 + r < m; ++r)
-      for (int64_t j = 0; j < kTile && col0 + j < cols; ++j) y[(row0 + r) * ldy + col0 + j] = acc[t][r * kTile + j];
-  }
+  store_tiles(acc, r0, m, cols, y, ldy);
 }
 
 }  // namespace
 
 void linear_amx(const XBlockQ8* xq, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
                 ThreadPool& pool) {
-  struct Task {
-    const WeightSlice* s;
-    int64_t j0;
-  };
-  std::vector<Task> tasks;
-  for (const WeightSlice& s : w)
-    for (int64_t j = 0; j < s.n; j += kPanel) tasks.push_back({&s, j});
-  pool.parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t i) {
-    const Task& t = tasks[static_cast<size_t>(i)];
+  for_each_panel(w, kPanel, pool, [&](const WeightSlice& s, int64_t j0, int64_t cols) {
     thread_local Panel panel;
-    const int64_t cols = std::min<int64_t>(kPanel, t.s->n - t.j0);
-    panel.fill(*t.s, t.j0, cols, k);
+    panel.fill(s, j0, cols, k);
     const TileConfig cfg = config_for(panel.sub);
     _tile_loadconfig(&cfg);
-    for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) panel_rows(panel, xq, r0, m, cols, y + t.s->y_col0 + t.j0, ldy);
+    for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) panel_rows(panel, xq, r0, m, cols, y + s.y_col0 + j0, ldy);
     _tile_release();
   });
 }

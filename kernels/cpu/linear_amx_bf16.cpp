@@ -10,12 +10,10 @@
 // the C tiles accumulate over the whole of k and are stored once.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "kernels/cpu/linear_kernels.h"
-#include "kernels/cpu/thread_pool.h"
 
 namespace sy::cpu::detail {
 namespace {
@@ -26,16 +24,11 @@ constexpr int kChunk = 32;         // bf16 values of k per tile product (64 byte
 constexpr int kChunkElems = kTile * kChunk;  // a B tile: 16 pair rows × 16 columns × 2
 
 // Every tile 16 rows of 64 bytes: C (fp32 accumulators) 0-3, A (x) 4-5, B (weights) 6-7.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-  TileConfig() {
-    for (int t = 0; t < 8; ++t) rows[t] = kTile, colsb[t] = 64;
-  }
-};
+TileConfig config() {
+  TileConfig c;
+  for (int t = 0; t < 8; ++t) c.rows[t] = kTile, c.colsb[t] = 64;
+  return c;
+}
 
 // Up to kPanel columns of one bf16 slice as B tiles: [tile][chunk][pair row g][column][2].
 void fill_panel(const WeightSlice& s, int64_t j0, int64_t cols, int64_t k, std::vector<uint16_t>& b) {
@@ -78,32 +71,19 @@ void panel_rows(const std::vector<uint16_t>& b, const uint16_t* xb, int64_t k, i
   _tile_stored(1, c[1], 64);
   _tile_stored(2, c[2], 64);
   _tile_stored(3, c[3], 64);
-  for (int t = 0; t < 4; ++t) {
-    const int64_t row0 = r0 + (t / 2) * kTile, col0 = (t % 2) * kTile;
-    for (int r = 0; r < kTile && row0 + r < m; ++r)
-      for (int64_t j = 0; j < kTile && col0 + j < cols; ++j) y[(row0 + r) * ldy + col0 + j] = c[t][r * kTile + j];
-  }
+  store_tiles(c, r0, m, cols, y, ldy);
 }
 
 }  // namespace
 
 void linear_amx_bf16(const uint16_t* xb, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
                      ThreadPool& pool) {
-  struct Task {
-    const WeightSlice* s;
-    int64_t j0;
-  };
-  std::vector<Task> tasks;
-  for (const WeightSlice& s : w)
-    for (int64_t j = 0; j < s.n; j += kPanel) tasks.push_back({&s, j});
-  pool.parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t i) {
-    const Task& t = tasks[static_cast<size_t>(i)];
+  for_each_panel(w, kPanel, pool, [&](const WeightSlice& s, int64_t j0, int64_t cols) {
     thread_local std::vector<uint16_t> panel;
-    const int64_t cols = std::min<int64_t>(kPanel, t.s->n - t.j0);
-    fill_panel(*t.s, t.j0, cols, k, panel);
-    const TileConfig cfg;
+    fill_panel(s, j0, cols, k, panel);
+    const TileConfig cfg = config();
     _tile_loadconfig(&cfg);
-    for (int64_t r0 = 0; r0 < m; r0 += 2 * kTile) panel_rows(panel, xb, k, r0, m, cols, y + t.s->y_col0 + t.j0, ldy);
+    for (int64_t r0 = 0; r0 < m; r0 += 2 * kTile) panel_rows(panel, xb, k, r0, m, cols, y + s.y_col0 + j0, ldy);
     _tile_release();
   });
 }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "kernels/cpu/linear.h"
 
@@ -68,6 +69,23 @@ const LinearKernels* linear_kernels_scalar();
 const LinearKernels* linear_kernels_avx2(bool prefetch);
 const LinearKernels* linear_kernels_avx512(bool prefetch);
 const LinearKernels* linear_kernels_avx512_vnni(bool prefetch);
+
+// The AMX paths' shared parts. The tile configuration's memory layout (palette 1): tile
+// t has rows[t] rows of colsb[t] bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+// Their output: four 16 × 16 float tiles c[t] (t = 2 · row half + column half) of rows
+// [r0, r0 + 32) and a panel's first 32 columns, into y where row < m and column < cols.
+void store_tiles(const float (*c)[256], int64_t r0, int64_t m, int64_t cols, float* y, int64_t ldy);
+// Their work split: fn(slice, j0, cols) for every panel of `panel` weight columns of
+// every slice (cols < panel at a slice's end), spread over the pool.
+void for_each_panel(std::span<const WeightSlice> w, int64_t panel, ThreadPool& pool,
+                    const std::function<void(const WeightSlice&, int64_t j0, int64_t cols)>& fn);
 
 // AMX (linear_amx.cpp; where the build is not x86-64, amx_usable() is false and this is
 // never called): y[i, s.y_col0 + j] = x_i · W_s[j] for block-type slices, rows i < m of x quantized;

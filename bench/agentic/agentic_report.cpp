@@ -31,13 +31,15 @@ double ratio(double a, double b) {
 
 // Load over the samples taken until `until_s` from the run's start.
 json load_json(const std::vector<LoadSample>& samples, double until_s = std::numeric_limits<double>::infinity()) {
-  std::vector<double> sum;
+  std::vector<double> sum, cost_sum;
   std::vector<int64_t> n;
   double max_sum = 0, min_sum = 0;
   int64_t used = 0;
   for (const LoadSample& s : samples) {
     if (s.in_flight.empty() || s.at_s > until_s) continue;
     ++used;
+    if (cost_sum.size() < s.prefill_s_per_token.size()) cost_sum.resize(s.prefill_s_per_token.size());
+    for (size_t i = 0; i < s.prefill_s_per_token.size(); ++i) cost_sum[i] += s.prefill_s_per_token[i];
     max_sum += static_cast<double>(*std::max_element(s.in_flight.begin(), s.in_flight.end()));
     min_sum += static_cast<double>(*std::min_element(s.in_flight.begin(), s.in_flight.end()));
     if (sum.size() < s.in_flight.size())
@@ -53,8 +55,17 @@ json load_json(const std::vector<LoadSample>& samples, double until_s = std::num
   const double least =
       per_replica.empty() ? 0 : *std::min_element(per_replica.begin(), per_replica.end());
   const double u = std::max<double>(1, static_cast<double>(used));
+  std::vector<double> cost;
+  for (const double c : cost_sum) cost.push_back(c / u);
+  const double cost_max = cost.empty() ? 0 : *std::max_element(cost.begin(), cost.end());
+  const double cost_min = cost.empty() ? 0 : *std::min_element(cost.begin(), cost.end());
   return {{"samples", used},
           {"mean_in_flight_per_replica", per_replica},
+          // The router's fitted prefill cost per replica, averaged over the samples, and the
+          // largest over the smallest: replicas of one kind differing here only by noise
+          // still weigh their session counts by it.
+          {"mean_prefill_s_per_token_per_replica", cost},
+          {"prefill_cost_max_over_min", number(ratio(cost_max, cost_min))},
           // Over the run: the busiest replica's mean in-flight ÷ the least busy one's.
           {"busiest_over_least_mean", number(ratio(busiest, least))},
           // Per sample: the busiest replica's in-flight and the least busy one's, averaged.
@@ -210,6 +221,9 @@ std::string agentic_summary(const json& r) {
     << " (per sample " << num(r["load"]["sample_busiest_mean"], 2) << " vs "
     << num(r["load"]["sample_least_mean"], 2) << "; while sessions arrive "
     << num(r["load_while_arriving"]["busiest_over_least_mean"], 2) << ")\n";
+  o << "  fitted prefill cost ms/1K tokens per replica:";
+  for (const json& c : r["load"]["mean_prefill_s_per_token_per_replica"]) o << " " << num(json(1e6 * c.get<double>()), 1);
+  o << " (max/min " << num(r["load"]["prefill_cost_max_over_min"], 2) << ")\n";
   o << "  TTFT p50/p90 ms by turn:";
   for (const json& t : r["ttft_ms_by_turn"])
     o << " " << t["turn"] << ":" << num(t["p50"], 0) << "/" << num(t["p90"], 0);

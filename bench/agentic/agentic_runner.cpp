@@ -115,10 +115,12 @@ bool parse_load_sample(const std::string& status_json, LoadSample& out) {
   const json j = json::parse(status_json, nullptr, false);
   if (!j.is_object() || !j.contains("replicas") || !j["replicas"].is_array()) return false;
   out.in_flight.clear();
+  out.prefill_s_per_token.clear();
   for (const json& r : j["replicas"]) {
     if (!r.is_object() || r.value("state", "") != "ready") continue;
     const json load = r.value("load", json::object());
     out.in_flight.push_back(load.value("in_flight", int64_t{0}));
+    out.prefill_s_per_token.push_back(r.value("prefill_s_per_token", 0.0));
   }
   return true;
 }

@@ -25,6 +25,9 @@ struct TurnResult {
 struct LoadSample {
   double at_s = 0;  // from the run's start
   std::vector<int64_t> in_flight;
+  // Each ready replica's fitted prefill cost (s per uncached token) that the router
+  // weighs new sessions' homes by (/admin/status; its default until a first sample).
+  std::vector<double> prefill_s_per_token;
 };
 
 struct AgenticRun {

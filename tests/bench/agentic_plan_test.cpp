@@ -88,9 +88,11 @@ TEST(AgenticReport, ParsersAndArithmetic) {
 
   LoadSample s;
   ASSERT_TRUE(parse_load_sample(
-      R"({"replicas":[{"state":"ready","load":{"in_flight":3}},{"state":"starting","load":{"in_flight":0}},{"state":"ready","load":{"in_flight":1}}]})",
+      R"({"replicas":[{"state":"ready","load":{"in_flight":3},"prefill_s_per_token":2e-4},{"state":"starting","load":{"in_flight":0}},)"
+      R"({"state":"ready","load":{"in_flight":1},"prefill_s_per_token":1e-4}]})",
       s));
   EXPECT_EQ(s.in_flight, (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(s.prefill_s_per_token, (std::vector<double>{2e-4, 1e-4}));
   EXPECT_FALSE(parse_load_sample("not json", s));
 
   AgenticRun run;
@@ -99,6 +101,7 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   LoadSample late;  // after arrivals ended (small_spec: 10 s): one replica drained
   late.at_s = 20;
   late.in_flight = {4, 0};
+  late.prefill_s_per_token = {5e-4, 1e-4};
   run.load = {s, s, late};
   for (int turn = 0; turn < 2; ++turn) {
     TurnResult t;
@@ -134,6 +137,12 @@ TEST(AgenticReport, ParsersAndArithmetic) {
               1e-6);  // 2 tokens in 20 ms
   EXPECT_DOUBLE_EQ(report["load"]["busiest_over_least_mean"].get<double>(), (10.0 / 3) / (2.0 / 3));
   EXPECT_DOUBLE_EQ(report["load_while_arriving"]["busiest_over_least_mean"].get<double>(), 3.0);
+  // Fitted costs (2, 2, 5) and (1, 1, 1) × 1e-4 over the three samples: 3 / 1.
+  EXPECT_NEAR(report["load"]["mean_prefill_s_per_token_per_replica"][0].get<double>(), 3e-4, 1e-12);
+  EXPECT_NEAR(report["load"]["prefill_cost_max_over_min"].get<double>(), 3.0, 1e-9);
+  EXPECT_NEAR(report["load_while_arriving"]["prefill_cost_max_over_min"].get<double>(), 2.0, 1e-9);
+  EXPECT_NE(agentic_summary(report).find("fitted prefill cost ms/1K tokens per replica: 300.0 100.0 (max/min 3.00)"), std::string::npos)
+      << agentic_summary(report);
   EXPECT_NE(agentic_summary(report).find("INVALID"), std::string::npos);
 }
 

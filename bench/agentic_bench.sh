@@ -17,6 +17,7 @@
 # if missing), SLOW_MS (unset; set: replica SLOW_REPLICA (0) runs behind a faultproxy
 # adding SLOW_MS ms to all it sends, bench/slow_worker.sh; reports named POLICY-slowMS),
 # REBALANCE (unset; 1: routing.session_rebalance on, reports named POLICY-rebalance),
+# COST_TOL (unset; routing.session_cost_tolerance, reports named POLICY-tolCOST_TOL),
 # PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu:
 # build), KEEP (/tmp/agentic-reports: every report of earlier calls on this machine is
 # kept there too, and the SVG is drawn over all of them, newest per policy; cpu: OUT).
@@ -63,6 +64,7 @@ worker=$PWD/$bin/switchyard-worker
 tag=
 rebalance=
 [ "${REBALANCE:-}" = 1 ] && rebalance=", session_rebalance: true" tag=-rebalance
+[ -n "${COST_TOL:-}" ] && rebalance="$rebalance, session_cost_tolerance: $COST_TOL" tag=$tag-tol$COST_TOL
 if [ -n "${SLOW_MS:-}" ]; then  # one replica (SLOW_REPLICA, 0) behind a faultproxy adding SLOW_MS ms
   export SLOW_MS SLOW_REPLICA=${SLOW_REPLICA:-0} SLOW_WORKER_BINARY=$worker SLOW_FAULTPROXY=$PWD/$bin/switchyard-faultproxy
   worker=$PWD/bench/slow_worker.sh tag=$tag-slow$SLOW_MS

@@ -26,6 +26,7 @@
 // (its short sessions' neighbours ended elsewhere, say, after arrivals stopped): it is
 // placed as a new session would be, paying one recomputation of its context, when its
 // home's live-session load exceeds load_bound × (the least-loaded replica's with it).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -55,6 +56,7 @@ class PrefixRouter : public Router {
         std::ceil(options_.load_bound * static_cast<double>(total_in_flight + 1) / available));
     const bool new_session = req.session_key != 0 && is_new_session(req.session_key, req.now_s);
     std::vector<int64_t> homes;
+    if (new_session || (req.session_key != 0 && options_.session_rebalance)) session_costs(replicas);
     if (new_session) {
       homes = home_counts(replicas, req.now_s);
     } else if (req.session_key != 0 && options_.session_rebalance) {
@@ -73,12 +75,12 @@ class PrefixRouter : public Router {
       // A new session: only the replicas whose sessions would cost least.
       double min_home_load = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < homes.size(); ++i)
-        if (eligible(replicas[i])) min_home_load = std::min(min_home_load, home_load(replicas[i], homes[i]));
+        if (eligible(replicas[i])) min_home_load = std::min(min_home_load, home_load(i, homes[i]));
       std::vector<double> cost(replicas.size(), std::numeric_limits<double>::infinity());
       double min_cost = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < replicas.size(); ++i) {
         const ReplicaState& r = replicas[i];
-        if (!eligible(r) || (!homes.empty() && home_load(r, homes[i]) > min_home_load * (1 + 1e-9))) continue;
+        if (!eligible(r) || (!homes.empty() && home_load(i, homes[i]) > min_home_load * (1 + 1e-9))) continue;
         const int64_t cached = std::min<int64_t>(static_cast<int64_t>(r.matched_blocks) * req.block_size, req.prompt_tokens);
         cost[i] = r.first_token_latency_s +
                   static_cast<double>(r.pending_prefill_tokens + req.prompt_tokens - cached) * r.prefill_s_per_token;
@@ -122,8 +124,27 @@ class PrefixRouter : public Router {
     int32_t in_flight = 0;  // its attempts placed and not ended
   };
 
-  // The cost of a replica's live sessions with one more: a slow replica's count weighs more.
-  static double home_load(const ReplicaState& r, int64_t homes) { return static_cast<double>(homes + 1) * r.prefill_s_per_token; }
+  // Each replica's weight per live session (cost_): its fitted prefill cost per token,
+  // or the available replicas' median where within session_cost_tolerance of it.
+  void session_costs(std::span<const ReplicaState> replicas) {
+    std::vector<double> fitted;
+    for (const ReplicaState& r : replicas)
+      if (r.available) fitted.push_back(r.prefill_s_per_token);
+    double median = 0;
+    if (!fitted.empty()) {
+      std::sort(fitted.begin(), fitted.end());
+      const size_t h = fitted.size() / 2;
+      median = fitted.size() % 2 ? fitted[h] : (fitted[h - 1] + fitted[h]) / 2;
+    }
+    const double tol = options_.session_cost_tolerance;
+    cost_.clear();
+    for (const ReplicaState& r : replicas) {
+      const double c = r.prefill_s_per_token;
+      cost_.push_back(tol > 1 && c <= median * tol && c * tol >= median ? median : c);
+    }
+  }
+  // The cost of replica i's live sessions with one more: a slow replica's count weighs more.
+  double home_load(size_t i, int64_t homes) const { return static_cast<double>(homes + 1) * cost_[i]; }
 
   // True when session s should leave its home (session_rebalance): the home's load with
   // s exceeds load_bound × the least a replica elsewhere would carry with s. Then s no
@@ -135,11 +156,11 @@ class PrefixRouter : public Router {
       if (replicas[i].id_hash == s.replica_id_hash)
         home = i;
       else if (replicas[i].available)
-        elsewhere = std::min(elsewhere, home_load(replicas[i], homes[i]));
+        elsewhere = std::min(elsewhere, home_load(i, homes[i]));
     }
     // A home that is gone or unavailable: the cost rule already sends the turn elsewhere.
     if (!home || !replicas[*home].available || homes[*home] < 1) return false;
-    if (!(home_load(replicas[*home], homes[*home] - 1) > options_.load_bound * elsewhere)) return false;
+    if (!(home_load(*home, homes[*home] - 1) > options_.load_bound * elsewhere)) return false;
     --homes[*home];
     return true;
   }
@@ -173,6 +194,7 @@ class PrefixRouter : public Router {
   const char* name_;
   std::unordered_map<uint64_t, Session> sessions_;
   double next_sweep_s_ = 0;
+  std::vector<double> cost_;  // per replica, for the call in progress (session_costs)
 };
 
 }  // namespace

@@ -60,6 +60,11 @@ struct RouterOptions {
   // new session's would be, and the session lives there from then on (its context is
   // computed there once). Off: a session stays on its home for its life.
   bool session_rebalance = false;
+  // New sessions' homes weigh each replica's live sessions by its fitted prefill cost per
+  // token (a slow replica's sessions weigh more). Costs within this factor of the
+  // available replicas' median count as the median: replicas of one kind then share new
+  // sessions by count, not by their fits' noise. 1: every replica its own fitted cost.
+  double session_cost_tolerance = 1.0;
 };
 
 // "prefix" (default), "approximate" (the prefix router; the caller fills matched_blocks

@@ -178,11 +178,12 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
     r.get(s, "worker_stop_grace_s", "shutdown.", c.shutdown.worker_stop_grace_s);
   }
   if (const YAML::Node s = root["routing"]) {
-    r.only(s, "routing.", {"policy", "load_bound", "approx_index_capacity", "session_rebalance"});
+    r.only(s, "routing.", {"policy", "load_bound", "approx_index_capacity", "session_rebalance", "session_cost_tolerance"});
     r.get(s, "policy", "routing.", c.routing.policy);
     r.get(s, "load_bound", "routing.", c.routing.load_bound);
     r.get(s, "approx_index_capacity", "routing.", c.routing.approx_index_capacity);
     r.get(s, "session_rebalance", "routing.", c.routing.session_rebalance);
+    r.get(s, "session_cost_tolerance", "routing.", c.routing.session_cost_tolerance);
   }
   if (const YAML::Node s = root["resilience"]) {
     const std::string p = "resilience.";
@@ -341,6 +342,8 @@ void FleetConfig::validate(const std::string& label) const {
       routing.policy != "round_robin" && routing.policy != "least_loaded")
     fail("routing.policy", "must be prefix, approximate, session_affinity, round_robin or least_loaded");
   if (!(routing.load_bound >= 1.0)) fail("routing.load_bound", "must be >= 1");
+  if (!(routing.session_cost_tolerance >= 1.0 && routing.session_cost_tolerance <= 100.0))
+    fail("routing.session_cost_tolerance", "must be in [1, 100]");
   {
     const ResilienceConfig& x = resilience;
     const std::string& hp = x.hedge_max_priority;

@@ -78,6 +78,7 @@ struct RoutingConfig {
   double load_bound = 1.25;
   size_t approx_index_capacity = 100000;
   bool session_rebalance = false;  // policy::RouterOptions::session_rebalance
+  double session_cost_tolerance = 1.0;  // policy::RouterOptions::session_cost_tolerance
 };
 
 // Hiding faults from clients (gateway/proxy_request.cpp): hedging before the first

@@ -59,6 +59,10 @@ modes:
   EXPECT_FALSE(c.routing.session_rebalance);
   EXPECT_TRUE(FleetConfig::parse("model: m\nmodes: {throughput: {replicas: 1}}\nrouting: {session_rebalance: true}\n", "t")
                   .routing.session_rebalance);
+  EXPECT_EQ(c.routing.session_cost_tolerance, 1.0);
+  EXPECT_EQ(FleetConfig::parse("model: m\nmodes: {throughput: {replicas: 1}}\nrouting: {session_cost_tolerance: 1.5}\n", "t")
+                .routing.session_cost_tolerance,
+            1.5);
   // Context parallelism over GPUs: tp × pcp devices a replica.
   const FleetConfig cp = FleetConfig::parse(R"(
 model: /m/x.gguf
@@ -165,6 +169,8 @@ TEST(FleetConfig, MistakesAreNamed) {
       {base + "listen: nowhere\n", "not host:port"},
       {base + "routing: {policy: random}\n", "routing.policy"},
       {base + "routing: {session_rebalance: often}\n", "routing.session_rebalance: has the wrong type"},
+      {base + "routing: {session_cost_tolerance: 0.5}\n", "routing.session_cost_tolerance: must be in [1, 100]"},
+      {base + "routing: {session_cost_tolerance: .nan}\n", "routing.session_cost_tolerance: must be in [1, 100]"},
       {"model: m\ndevices: [\"0\"]\nmodes: {throughput: {replicas: 2}}\n", "modes.throughput: 2 replicas × 1 devices need 2 devices, more than the 1 listed"},
       {"model: m\ndevices: [\"0\", \"1\"]\nmodes: {throughput: {replicas: 3}}\n", "3 replicas × 1 devices need 3 devices, more than the 2 listed"},
       {"model: m\ndevices: [gpu0]\nmodes: {throughput: {replicas: 1}}\n", "devices: 'gpu0' is neither cpu nor a GPU index"},

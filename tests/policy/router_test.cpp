@@ -167,6 +167,36 @@ TEST(PrefixRouter, OnlyLiveSessionsWeighOnTheirHome) {
   EXPECT_EQ(router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = 2, .now_s = 100}, cached), o);
 }
 
+// Four replicas of one kind whose fitted costs differ by noise (0.8-1.3 ms per token):
+// weighed by those fits, new sessions pile onto the cheapest; with
+// session_cost_tolerance 1.5 they count as the median and share sessions by count. A
+// replica 3× the median stays weighed by its own cost under either.
+TEST(PrefixRouter, SessionCostToleranceSharesSessionsByCountAmongLikeReplicas) {
+  auto homes_of = [](double tolerance, const std::vector<double>& costs) {
+    SplitMixRandom rnd(13);
+    auto router = make_router("prefix", {.session_cost_tolerance = tolerance}, rnd);
+    std::vector<ReplicaState> r;
+    for (size_t i = 0; i < costs.size(); ++i) {
+      r.push_back(replica(i + 1));
+      r.back().prefill_s_per_token = costs[i];
+    }
+    std::vector<int> homes(costs.size(), 0);
+    for (uint64_t s = 1; s <= 24; ++s)
+      ++homes[*router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = s, .now_s = 0.1 * s}, r)];
+    return homes;
+  };
+  const std::vector<double> noisy = {0.8e-3, 1.0e-3, 1.1e-3, 1.3e-3};
+  EXPECT_EQ(homes_of(1.5, noisy), (std::vector<int>{6, 6, 6, 6}));
+  const std::vector<int> by_fit = homes_of(1.0, noisy);
+  EXPECT_GE(by_fit[0], 7) << "the cheapest fit takes more than its share";
+  EXPECT_LE(by_fit[3], 5) << "the dearest fit takes less";
+  // (homes + 1) × 3 ms against × 1 ms: the slow one takes about a session per three
+  // that each of the others takes.
+  const std::vector<int> slow = homes_of(1.5, {1e-3, 1e-3, 1e-3, 3e-3});
+  for (int i = 0; i < 3; ++i) EXPECT_GE(slow[i], 7) << i;
+  EXPECT_LE(slow[3], 3);
+}
+
 // Replica 0 adds a fixed 0.5 s to every first token and computes as fast as replica 1:
 // a request without a session goes to replica 1 (lower predicted TTFT), and new sessions
 // still split evenly, since the latency costs each turn there but no capacity.

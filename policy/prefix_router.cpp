@@ -55,16 +55,15 @@ class PrefixRouter : public Router {
     const auto flight_bound = static_cast<int64_t>(
         std::ceil(options_.load_bound * static_cast<double>(total_in_flight + 1) / available));
     const bool new_session = req.session_key != 0 && is_new_session(req.session_key, req.now_s);
-    std::vector<int64_t> homes;
-    if (new_session || (req.session_key != 0 && options_.session_rebalance)) session_costs(replicas);
+    Homes homes;  // empty unless this turn is placed as a new session's
     if (new_session) {
-      homes = home_counts(replicas, req.now_s);
+      homes = homes_of(replicas, req.now_s);
     } else if (req.session_key != 0 && options_.session_rebalance) {
-      homes = home_counts(replicas, req.now_s);
-      if (!leave_home(sessions_.at(req.session_key), replicas, homes)) homes.clear();
+      homes = homes_of(replicas, req.now_s);
+      if (!leave_home(sessions_.at(req.session_key), replicas, homes)) homes = {};
     }
     // A known session staying home; a moving one is placed as a new one.
-    const bool known_session = req.session_key != 0 && !new_session && homes.empty();
+    const bool known_session = req.session_key != 0 && !new_session && homes.count.empty();
     auto pick = [&](bool bounded) -> std::optional<size_t> {
       // A session's later turn is not held to the in-flight bound: moving it recomputes
       // its whole context (tens of thousands of tokens in an agent's late turns), which
@@ -74,13 +73,13 @@ class PrefixRouter : public Router {
       };
       // A new session: only the replicas whose sessions would cost least.
       double min_home_load = std::numeric_limits<double>::infinity();
-      for (size_t i = 0; i < homes.size(); ++i)
-        if (eligible(replicas[i])) min_home_load = std::min(min_home_load, home_load(i, homes[i]));
+      for (size_t i = 0; i < homes.count.size(); ++i)
+        if (eligible(replicas[i])) min_home_load = std::min(min_home_load, homes.load(i));
       std::vector<double> cost(replicas.size(), std::numeric_limits<double>::infinity());
       double min_cost = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < replicas.size(); ++i) {
         const ReplicaState& r = replicas[i];
-        if (!eligible(r) || (!homes.empty() && home_load(i, homes[i]) > min_home_load * (1 + 1e-9))) continue;
+        if (!eligible(r) || (!homes.count.empty() && homes.load(i) > min_home_load * (1 + 1e-9))) continue;
         const int64_t cached = std::min<int64_t>(static_cast<int64_t>(r.matched_blocks) * req.block_size, req.prompt_tokens);
         cost[i] = r.first_token_latency_s +
                   static_cast<double>(r.pending_prefill_tokens + req.prompt_tokens - cached) * r.prefill_s_per_token;
@@ -124,44 +123,31 @@ class PrefixRouter : public Router {
     int32_t in_flight = 0;  // its attempts placed and not ended
   };
 
-  // Each replica's weight per live session (cost_): its fitted prefill cost per token,
-  // or the available replicas' median where within session_cost_tolerance of it.
-  void session_costs(std::span<const ReplicaState> replicas) {
-    std::vector<double> fitted;
-    for (const ReplicaState& r : replicas)
-      if (r.available) fitted.push_back(r.prefill_s_per_token);
-    double median = 0;
-    if (!fitted.empty()) {
-      std::sort(fitted.begin(), fitted.end());
-      const size_t h = fitted.size() / 2;
-      median = fitted.size() % 2 ? fitted[h] : (fitted[h - 1] + fitted[h]) / 2;
-    }
-    const double tol = options_.session_cost_tolerance;
-    cost_.clear();
-    for (const ReplicaState& r : replicas) {
-      const double c = r.prefill_s_per_token;
-      cost_.push_back(tol > 1 && c <= median * tol && c * tol >= median ? median : c);
-    }
-  }
-  // The cost of replica i's live sessions with one more: a slow replica's count weighs more.
-  double home_load(size_t i, int64_t homes) const { return static_cast<double>(homes + 1) * cost_[i]; }
+  // Per replica: its live sessions and what one weighs there.
+  struct Homes {
+    std::vector<int64_t> count;
+    std::vector<double> weight;
+    // The load of replica i's live sessions with one more: a slow replica's count weighs more.
+    double load(size_t i) const { return static_cast<double>(count[i] + 1) * weight[i]; }
+  };
 
   // True when session s should leave its home (session_rebalance): the home's load with
   // s exceeds load_bound × the least a replica elsewhere would carry with s. Then s no
   // longer counts on its home in `homes`.
-  bool leave_home(const Session& s, std::span<const ReplicaState> replicas, std::vector<int64_t>& homes) const {
+  bool leave_home(const Session& s, std::span<const ReplicaState> replicas, Homes& homes) const {
     std::optional<size_t> home;
     double elsewhere = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < replicas.size(); ++i) {
       if (replicas[i].id_hash == s.replica_id_hash)
         home = i;
       else if (replicas[i].available)
-        elsewhere = std::min(elsewhere, home_load(i, homes[i]));
+        elsewhere = std::min(elsewhere, homes.load(i));
     }
     // A home that is gone or unavailable: the cost rule already sends the turn elsewhere.
-    if (!home || !replicas[*home].available || homes[*home] < 1) return false;
-    if (!(home_load(*home, homes[*home] - 1) > options_.load_bound * elsewhere)) return false;
-    --homes[*home];
+    if (!home || !replicas[*home].available || homes.count[*home] < 1) return false;
+    // Its home's load with s is that of the others there plus one.
+    if (!(static_cast<double>(homes.count[*home]) * homes.weight[*home] > options_.load_bound * elsewhere)) return false;
+    --homes.count[*home];
     return true;
   }
 
@@ -177,15 +163,29 @@ class PrefixRouter : public Router {
     return !sessions_.contains(key);
   }
 
-  // Live sessions per replica: a turn in flight, or one that ended within the idle window.
-  std::vector<int64_t> home_counts(std::span<const ReplicaState> replicas, double now_s) const {
+  // Live sessions per replica (a turn in flight, or one that ended within the idle
+  // window), each weighing the replica's fitted prefill cost per token, or the available
+  // replicas' median where within session_cost_tolerance of it.
+  Homes homes_of(std::span<const ReplicaState> replicas, double now_s) const {
     std::unordered_map<uint64_t, int64_t> by_id;
     for (const auto& [key, s] : sessions_)
       if (s.in_flight > 0 || now_s - s.last_s <= options_.session_idle_s) ++by_id[s.replica_id_hash];
-    std::vector<int64_t> homes(replicas.size(), 0);
-    for (size_t i = 0; i < replicas.size(); ++i) {
-      auto it = by_id.find(replicas[i].id_hash);
-      if (it != by_id.end()) homes[i] = it->second;
+    std::vector<double> fitted;
+    for (const ReplicaState& r : replicas)
+      if (r.available) fitted.push_back(r.prefill_s_per_token);
+    double median = 0;
+    if (!fitted.empty()) {
+      std::sort(fitted.begin(), fitted.end());
+      const size_t h = fitted.size() / 2;
+      median = fitted.size() % 2 ? fitted[h] : (fitted[h - 1] + fitted[h]) / 2;
+    }
+    const double tol = options_.session_cost_tolerance;
+    Homes homes;
+    for (const ReplicaState& r : replicas) {
+      const auto it = by_id.find(r.id_hash);
+      homes.count.push_back(it == by_id.end() ? 0 : it->second);
+      const double c = r.prefill_s_per_token;
+      homes.weight.push_back(tol > 1 && c <= median * tol && c * tol >= median ? median : c);
     }
     return homes;
   }
@@ -194,7 +194,6 @@ class PrefixRouter : public Router {
   const char* name_;
   std::unordered_map<uint64_t, Session> sessions_;
   double next_sweep_s_ = 0;
-  std::vector<double> cost_;  // per replica, for the call in progress (session_costs)
 };
 
 }  // namespace

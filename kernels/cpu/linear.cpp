@@ -48,11 +48,11 @@ void for_each_panel(std::span<const WeightSlice> w, int64_t panel, ThreadPool& p
   });
 }
 
-void store_tiles(const float (*c)[256], int64_t r0, int64_t m, int64_t cols, float* y, int64_t ldy) {
+void store_tiles(const float (*c)[kAmxTile * kAmxTile], int64_t r0, int64_t m, int64_t cols, float* y, int64_t ldy) {
   for (int t = 0; t < 4; ++t) {
-    const int64_t row0 = r0 + (t / 2) * 16, col0 = (t % 2) * 16;
-    for (int64_t r = 0; r < 16 && row0 + r < m; ++r)
-      for (int64_t j = 0; j < 16 && col0 + j < cols; ++j) y[(row0 + r) * ldy + col0 + j] = c[t][r * 16 + j];
+    const int64_t row0 = r0 + (t / 2) * kAmxTile, col0 = (t % 2) * kAmxTile;
+    for (int64_t r = 0; r < kAmxTile && row0 + r < m; ++r)
+      for (int64_t j = 0; j < kAmxTile && col0 + j < cols; ++j) y[(row0 + r) * ldy + col0 + j] = c[t][r * kAmxTile + j];
   }
 }
 

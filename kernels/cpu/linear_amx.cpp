@@ -28,9 +28,7 @@
 namespace sy::cpu::detail {
 namespace {
 
-constexpr int kTile = 16;            // rows of x, and weight columns, per tile
-constexpr int kPanel = 2 * kTile;    // weight columns a task unpacks and multiplies
-constexpr int kRowsPerPass = 2 * kTile;
+constexpr int kTile = kAmxTile;  // rows of x, and weight columns, per tile
 
 // The tile registers: C (accumulators) 0-3, A (x) 4-5, B (weights) 6-7.
 TileConfig config_for(int sub) {
@@ -118,7 +116,7 @@ void unpack_row(DType t, const uint8_t* src, int64_t k, RowUnpacked out) {
   }
 }
 
-// A panel: up to kPanel weight columns of one slice in B-tile layout, per block of 32
+// A panel: up to kAmxPanel weight columns of one slice in B-tile layout, per block of 32
 // values and per 16-column tile: 8 rows of 64 bytes (column c's values 4g..4g+3 at
 // row g, bytes 4c..4c+3), then the scales and minimums of those columns.
 struct Panel {
@@ -214,12 +212,12 @@ void panel_rows(const Panel& p, const XBlockQ8* xq, int64_t r0, int64_t m, int64
 
 void linear_amx(const XBlockQ8* xq, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
                 ThreadPool& pool) {
-  for_each_panel(w, kPanel, pool, [&](const WeightSlice& s, int64_t j0, int64_t cols) {
+  for_each_panel(w, kAmxPanel, pool, [&](const WeightSlice& s, int64_t j0, int64_t cols) {
     thread_local Panel panel;
     panel.fill(s, j0, cols, k);
     const TileConfig cfg = config_for(panel.sub);
     _tile_loadconfig(&cfg);
-    for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) panel_rows(panel, xq, r0, m, cols, y + s.y_col0 + j0, ldy);
+    for (int64_t r0 = 0; r0 < m; r0 += kAmxPanel) panel_rows(panel, xq, r0, m, cols, y + s.y_col0 + j0, ldy);
     _tile_release();
   });
 }

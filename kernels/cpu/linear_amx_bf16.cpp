@@ -18,8 +18,7 @@
 namespace sy::cpu::detail {
 namespace {
 
-constexpr int kTile = 16;          // rows of x, and weight columns, per tile
-constexpr int kPanel = 2 * kTile;  // weight columns a task rearranges and multiplies
+constexpr int kTile = kAmxTile;  // rows of x, and weight columns, per tile
 constexpr int kChunk = 32;         // bf16 values of k per tile product (64 bytes)
 constexpr int kChunkElems = kTile * kChunk;  // a B tile: 16 pair rows × 16 columns × 2
 
@@ -30,7 +29,7 @@ TileConfig config() {
   return c;
 }
 
-// Up to kPanel columns of one bf16 slice as B tiles: [tile][chunk][pair row g][column][2].
+// Up to kAmxPanel columns of one bf16 slice as B tiles: [tile][chunk][pair row g][column][2].
 void fill_panel(const WeightSlice& s, int64_t j0, int64_t cols, int64_t k, std::vector<uint16_t>& b) {
   const int64_t chunks = k / kChunk;
   b.assign(static_cast<size_t>(2 * chunks * kChunkElems), 0);
@@ -78,12 +77,12 @@ void panel_rows(const std::vector<uint16_t>& b, const uint16_t* xb, int64_t k, i
 
 void linear_amx_bf16(const uint16_t* xb, int64_t m, int64_t k, std::span<const WeightSlice> w, float* y, int64_t ldy,
                      ThreadPool& pool) {
-  for_each_panel(w, kPanel, pool, [&](const WeightSlice& s, int64_t j0, int64_t cols) {
+  for_each_panel(w, kAmxPanel, pool, [&](const WeightSlice& s, int64_t j0, int64_t cols) {
     thread_local std::vector<uint16_t> panel;
     fill_panel(s, j0, cols, k, panel);
     const TileConfig cfg = config();
     _tile_loadconfig(&cfg);
-    for (int64_t r0 = 0; r0 < m; r0 += 2 * kTile) panel_rows(panel, xb, k, r0, m, cols, y + s.y_col0 + j0, ldy);
+    for (int64_t r0 = 0; r0 < m; r0 += kAmxPanel) panel_rows(panel, xb, k, r0, m, cols, y + s.y_col0 + j0, ldy);
     _tile_release();
   });
 }

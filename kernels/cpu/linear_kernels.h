@@ -70,8 +70,11 @@ const LinearKernels* linear_kernels_avx2(bool prefetch);
 const LinearKernels* linear_kernels_avx512(bool prefetch);
 const LinearKernels* linear_kernels_avx512_vnni(bool prefetch);
 
-// The AMX paths' shared parts. The tile configuration's memory layout (palette 1): tile
-// t has rows[t] rows of colsb[t] bytes.
+// The AMX paths' shared parts. Both multiply 2 × 2 tiles of kAmxTile rows of x by
+// kAmxTile weight columns: 32 rows against a panel of kAmxPanel columns per pass. The tile
+// configuration's memory layout (palette 1): tile t has rows[t] rows of colsb[t] bytes.
+inline constexpr int kAmxTile = 16;
+inline constexpr int kAmxPanel = 2 * kAmxTile;
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
   uint8_t start_row = 0;
@@ -79,9 +82,9 @@ struct alignas(64) TileConfig {
   uint16_t colsb[16] = {};
   uint8_t rows[16] = {};
 };
-// Their output: four 16 × 16 float tiles c[t] (t = 2 · row half + column half) of rows
-// [r0, r0 + 32) and a panel's first 32 columns, into y where row < m and column < cols.
-void store_tiles(const float (*c)[256], int64_t r0, int64_t m, int64_t cols, float* y, int64_t ldy);
+// Their output: four float tiles c[t] (t = 2 · row half + column half) of rows
+// [r0, r0 + kAmxPanel) and a panel's columns, into y where row < m and column < cols.
+void store_tiles(const float (*c)[kAmxTile * kAmxTile], int64_t r0, int64_t m, int64_t cols, float* y, int64_t ldy);
 // Their work split: fn(slice, j0, cols) for every panel of `panel` weight columns of
 // every slice (cols < panel at a slice's end), spread over the pool.
 void for_each_panel(std::span<const WeightSlice> w, int64_t panel, ThreadPool& pool,

@@ -155,8 +155,9 @@ TEST(CpuAttention, EveryLevelMatchesFloat64OnMixedBatches) {
     for (const bool half : {false, true}) {
       for (const Shape& s : shapes) {
         // A decode row at a block boundary, a decode row mid-block, a prefill chunk of 37
-        // rows after 50 cached tokens, and a whole prompt of 5.
-        Batch b(s, {33, 70, 87, 5}, {1, 1, 37, 5}, rng);
+        // rows after 50 cached tokens, a whole prompt of 5, and longer contexts: a decode
+        // row at 300, 70 rows from 131 to 200.
+        Batch b(s, {33, 70, 87, 5, 300, 200}, {1, 1, 37, 5, 1, 70}, rng);
         if (half) b.to_half();
         AttentionParams p = b.params();
         write_kv(p);
@@ -174,7 +175,7 @@ TEST(CpuAttention, EveryLevelMatchesFloat64OnMixedBatches) {
               err = std::max(err, std::fabs(got[i] - o[static_cast<size_t>(i)]));
               norm = std::max(norm, std::fabs(o[static_cast<size_t>(i)]));
             }
-            // float32 scores of d products and sums over ≤ 87 keys: a few ulps of the
+            // float32 scores of d products and sums over ≤ 300 keys: a few ulps of the
             // largest output per head.
             ASSERT_LE(err, 2e-5 * std::max(norm, 1.0))
                 << simd_level_name(level) << " half " << half << " d=" << s.head_dim << " row " << t << " head " << h;

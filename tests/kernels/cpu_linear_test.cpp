@@ -459,30 +459,33 @@ TEST(CpuLinear, RowsAreBatchAndThreadInvariant) {
 
 // Every level performs linear.h's one sequence of operations: the same bits, scalar
 // included, for every type (Q8_0's integer block sums are exact on every level), with
-// the next weight rows prefetched or not (n = 29: tiles cut short at the chunk's end).
+// the next weight rows prefetched or not: m = 1 and 3 take the prefetching tiles (rows
+// that fit one kernel call), m = 7 the others on levels of 4 rows a call (n = 29: tiles
+// cut short at the chunk's end).
 TEST(CpuLinear, EveryLevelGivesTheSameBits) {
   LevelGuard guard;
   ThreadPool pool(2);
   std::mt19937 rng(13);
-  const int64_t m = 7, n = 29, k = 512;
-  for (const DType t : kTypes) {
-    const Matrix w = random_matrix(t, n, block_values(t) > 1 ? k : k - 3, rng);
-    const WeightSlice s = w.slice();
-    const std::vector<float> x = random_x(m, w.k, rng);
-    std::vector<float> base(static_cast<size_t>(m * n), NAN), y(base.size(), NAN);
-    set_simd_level(SimdLevel::kScalar);
-    linear(x.data(), m, w.k, {&s, 1}, base.data(), n, pool);
-    for (const SimdLevel level : levels())
-      for (const bool prefetch : {true, false}) {
-        set_simd_level(level);
-        LinearOptions opt;
-        opt.prefetch = prefetch;
-        std::fill(y.begin(), y.end(), NAN);
-        linear(x.data(), m, w.k, {&s, 1}, y.data(), n, pool, opt);
-        EXPECT_EQ(0, std::memcmp(y.data(), base.data(), y.size() * 4))
-            << simd_level_name(level) << " " << dtype_name(t) << (prefetch ? "" : " without prefetch");
-      }
-  }
+  const int64_t n = 29, k = 512;
+  for (const int64_t m : {1, 3, 7})
+    for (const DType t : kTypes) {
+      const Matrix w = random_matrix(t, n, block_values(t) > 1 ? k : k - 3, rng);
+      const WeightSlice s = w.slice();
+      const std::vector<float> x = random_x(m, w.k, rng);
+      std::vector<float> base(static_cast<size_t>(m * n), NAN), y(base.size(), NAN);
+      set_simd_level(SimdLevel::kScalar);
+      linear(x.data(), m, w.k, {&s, 1}, base.data(), n, pool);
+      for (const SimdLevel level : levels())
+        for (const bool prefetch : {true, false}) {
+          set_simd_level(level);
+          LinearOptions opt;
+          opt.prefetch = prefetch;
+          std::fill(y.begin(), y.end(), NAN);
+          linear(x.data(), m, w.k, {&s, 1}, y.data(), n, pool, opt);
+          EXPECT_EQ(0, std::memcmp(y.data(), base.data(), y.size() * 4))
+              << simd_level_name(level) << " " << dtype_name(t) << " m=" << m << (prefetch ? "" : " without prefetch");
+        }
+    }
 }
 
 // Float weights follow invariant_gemm.h's sequence: a bf16 matrix gives the bits of its

@@ -7,6 +7,9 @@
 #     POLICIES="prefix round_robin" bash bench/agentic_bench.sh
 #   CPU smoke (tiny fixture model, 2 CPU replicas, a few seconds of load):
 #     MODE=cpu BUILD=build-h20 bash bench/agentic_bench.sh
+#   Simulated replicas (switchyard-simworker with serial prefill, the GPU run's workload
+#   and timing scale; for the router's placement rules over many seeds, not for speed):
+#     MODE=sim BUILD=build SEED=4 POLICIES=prefix bash bench/agentic_bench.sh
 #
 # Env: POLICIES (prefix approximate least_loaded round_robin session_affinity), REPLICAS
 # (4), DEVICE (GPU id the replicas share, 0), KV_GB (KV cache per replica, 14),
@@ -18,8 +21,9 @@
 # adding SLOW_MS ms to all it sends, bench/slow_worker.sh; reports named POLICY-slowMS),
 # REBALANCE (unset; 1: routing.session_rebalance on, reports named POLICY-rebalance),
 # COST_TOL (unset; routing.session_cost_tolerance, reports named POLICY-tolCOST_TOL),
-# PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu:
-# build), KEEP (/tmp/agentic-reports: every report of earlier calls on this machine is
+# PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu and sim:
+# build), SIM_ARGS (sim: the simworker's timing flags), PORT (18410; the admin port is
+# PORT + 1), KEEP (/tmp/agentic-reports: every report of earlier calls on this machine is
 # kept there too, and the SVG is drawn over all of them, newest per policy; cpu: OUT).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +31,7 @@ MODE=${MODE:-gpu}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 POLICIES=${POLICIES-prefix approximate least_loaded round_robin session_affinity}
 SEED=${SEED:-1}
-[ "$MODE" = cpu ] && KEEP=${KEEP:-$OUT}
+[ "$MODE" != gpu ] && KEEP=${KEEP:-$OUT}
 KEEP=${KEEP:-/tmp/agentic-reports}; mkdir -p "$KEEP"
 if [ "$MODE" = cpu ]; then
   BUILD=${BUILD:-build}; REPLICAS=${REPLICAS:-2}
@@ -42,12 +46,35 @@ if [ "$MODE" = cpu ]; then
   MAX_SEQS=${MAX_SEQS:-4}; PREFILL_CHUNK=${PREFILL_CHUNK:-256}
   devices="[cpu]"; kv="kv_blocks: 512"; extra="cpu_threads: 1"
 else
-  BUILD=${BUILD:-build-gpu}; REPLICAS=${REPLICAS:-4}; DEVICE=${DEVICE:-0}; KV_GB=${KV_GB:-14}
+  BUILD=${BUILD:-build-gpu}; [ "$MODE" = sim ] && BUILD=${BUILD/#build-gpu/build}
+  REPLICAS=${REPLICAS:-4}; DEVICE=${DEVICE:-0}; KV_GB=${KV_GB:-14}
   RATE=${RATE:-0.2}; DURATION=${DURATION:-60}; MAX_RUN_S=${MAX_RUN_S:-120}; AGENT_TYPES=${AGENT_TYPES:-4}
   SYSTEM_TOKENS=${SYSTEM_TOKENS:-3000}; TASK_TOKENS=${TASK_TOKENS:-200}; TOOL_TOKENS=${TOOL_TOKENS:-500,4000}
   REPLY_TOKENS=${REPLY_TOKENS:-32,128}; TURNS=${TURNS:-5,30}; THINK_S=${THINK_S:-0.5,2}; MAX_CONTEXT=${MAX_CONTEXT:-65536}
   MAX_SEQS=${MAX_SEQS:-16}; PREFILL_CHUNK=${PREFILL_CHUNK:-1024}
   CARRY=${CARRY:-.devcarry}; export CARRY
+fi
+if [ "$MODE" = sim ]; then
+  # One H200 shared by four llama3-8b replicas, roughly: ~10K prompt tokens/s each,
+  # one prefill at a time, 25 ms between tokens; the cache of 14 GiB of llama3-8b KV.
+  # The model: llama3-tiny's tokenizer and template with Llama 3.1's 128K context (its
+  # llama.context_length rewritten in place), since only those are read.
+  MODEL=${MODEL:-/tmp/llama3-tiny-128k.gguf}
+  if [ ! -f "$MODEL" ]; then
+    tar -xJf ../shared/fixtures/llama3-tiny.tar.xz -C /tmp llama3-tiny-bf16.gguf || exit 1
+    python3 - /tmp/llama3-tiny-bf16.gguf "$MODEL" <<'PY' || exit 1
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+key = b"llama.context_length"
+at = b.index(struct.pack("<Q", len(key)) + key + struct.pack("<I", 4)) + 8 + len(key) + 4  # u32 value
+b[at:at + 4] = struct.pack("<I", 131072)
+open(sys.argv[2], "wb").write(b)
+PY
+  fi
+  devices="[cpu]"
+  kv="kv_blocks: 7168"
+  extra="extra_args: [$(echo "${SIM_ARGS:---serial-prefill --ttft-ms 60 --prefill-us-per-token 100 --itl-ms 25 --jitter 0.1}" | sed 's/ /, /g')]"
+elif [ "$MODE" != cpu ]; then
   bash scripts/device_build.sh switchyard-worker switchyard-gateway switchyard-agentic switchyard-faultproxy > "$OUT/agentic-build.log" 2>&1 ||
     { tail -40 "$OUT/agentic-build.log"; exit 1; }
   MODEL=${MODEL:-/tmp/l8.gguf}
@@ -59,14 +86,16 @@ else
   devices="[$(for _ in $(seq "$REPLICAS"); do printf '"%s", ' "$DEVICE"; done | sed 's/, $//')]"
   kv="kv_memory_gb: $KV_GB"; extra="numerics: fast"
 fi
-bin=$BUILD/bin
-worker=$PWD/$bin/switchyard-worker
+bin=$(cd "$BUILD" && pwd)/bin
+worker=$bin/switchyard-worker
+[ "$MODE" = sim ] && worker=$bin/switchyard-simworker
+PORT=${PORT:-18410}
 tag=
 rebalance=
 [ "${REBALANCE:-}" = 1 ] && rebalance=", session_rebalance: true" tag=-rebalance
 [ -n "${COST_TOL:-}" ] && rebalance="$rebalance, session_cost_tolerance: $COST_TOL" tag=$tag-tol$COST_TOL
 if [ -n "${SLOW_MS:-}" ]; then  # one replica (SLOW_REPLICA, 0) behind a faultproxy adding SLOW_MS ms
-  export SLOW_MS SLOW_REPLICA=${SLOW_REPLICA:-0} SLOW_WORKER_BINARY=$worker SLOW_FAULTPROXY=$PWD/$bin/switchyard-faultproxy
+  export SLOW_MS SLOW_REPLICA=${SLOW_REPLICA:-0} SLOW_WORKER_BINARY=$worker SLOW_FAULTPROXY=$bin/switchyard-faultproxy
   worker=$PWD/bench/slow_worker.sh tag=$tag-slow$SLOW_MS
 fi
 MODEL=$(cd "$(dirname "$MODEL")" && pwd)/$(basename "$MODEL")
@@ -80,8 +109,8 @@ run_policy() {
   cat > "$cfg" <<YAML
 model: $MODEL
 served_model_name: agentic
-listen: 127.0.0.1:18410
-admin_listen: 127.0.0.1:18411
+listen: 127.0.0.1:$PORT
+admin_listen: 127.0.0.1:$((PORT + 1))
 devices: $devices
 modes:
   throughput: {replicas: $REPLICAS}
@@ -95,14 +124,15 @@ YAML
   gw_pid=$!
   local ready=0
   for _ in $(seq 300); do
-    ready=$(curl -sf http://127.0.0.1:18411/admin/status | python3 -c \
+    ready=$(curl -sf http://127.0.0.1:$((PORT + 1))/admin/status | python3 -c \
       'import json,sys; print(sum(r["state"]=="ready" and r["kv_events_connected"] for r in json.load(sys.stdin)["replicas"]))' 2> /dev/null || echo 0)
     [ "$ready" = "$REPLICAS" ] && break
+    kill -0 "$gw_pid" 2> /dev/null || break  # the gateway refused its config or died
     sleep 1
   done
-  [ "$ready" = "$REPLICAS" ] || { echo "$policy: fleet not ready" >&2; tail -n 30 "$log" >&2; kill "$gw_pid"; wait "$gw_pid"; gw_pid=; return 1; }
+  [ "$ready" = "$REPLICAS" ] || { echo "$policy: fleet not ready" >&2; tail -n 30 "$log" >&2; kill "$gw_pid" 2> /dev/null; wait "$gw_pid"; gw_pid=; return 1; }
   echo "$policy: $REPLICAS replicas ready in $((SECONDS - t0)) s"
-  timeout $((${MAX_RUN_S%.*} + 60)) "$bin"/switchyard-agentic --url http://127.0.0.1:18410 --admin-url http://127.0.0.1:18411 --label "$name" \
+  timeout $((${MAX_RUN_S%.*} + 60)) "$bin"/switchyard-agentic --url http://127.0.0.1:$PORT --admin-url http://127.0.0.1:$((PORT + 1)) --label "$name" \
     --seed "$SEED" --agent-types "$AGENT_TYPES" --system-tokens "$SYSTEM_TOKENS" --task-tokens "$TASK_TOKENS" \
     --tool-tokens "$TOOL_TOKENS" --reply-tokens "$REPLY_TOKENS" --turns "$TURNS" --think-s "$THINK_S" \
     --max-context "$MAX_CONTEXT" --session-rate "$RATE" --duration "$DURATION" --max-run-s "$MAX_RUN_S" \

@@ -31,7 +31,7 @@ const char kUsage[] =
     "    [--max-num-seqs 16] [--kv-blocks N | --kv-memory-gb X] [--prefill-chunk 256]\n"
     "    [--block-size 16] [--served-model-name NAME] [--http-threads 1] [--no-prefix-caching]\n"
     "    [--device D] [--ttft-ms 10] [--prefill-us-per-token 100] [--itl-ms 10] [--jitter 0]\n"
-    "    [--ready-delay-ms 0] [--gpu-bus-ids A,B --nvml PATH]\n"
+    "    [--serial-prefill] [--ready-delay-ms 0] [--gpu-bus-ids A,B --nvml PATH]\n"
     "M is a GGUF file or Hugging Face directory: only its tokenizer and metadata are read.\n"
     "Without --kv-blocks the cache holds 8192 blocks (--kv-memory-gb is accepted, not used).\n"
     "--gpu-bus-ids: report these GPUs' switchyard_gpu_* series on /metrics, read through the\n"
@@ -50,13 +50,14 @@ int run(const std::vector<std::string>& argv) {
   using namespace sy;
   std::set<std::string> valued = cli::serve_flag_names();
   valued.insert({"device", "ttft-ms", "prefill-us-per-token", "itl-ms", "jitter", "ready-delay-ms", "gpu-bus-ids", "nvml"});
-  const cli::Args a(argv, valued, {"no-prefix-caching"});
+  const cli::Args a(argv, valued, {"no-prefix-caching", "serial-prefill"});
   const cli::ServeFlags f = cli::read_serve_flags(a);
   sim::SimTiming timing;
   timing.ttft_ms = non_negative(a, "ttft-ms", timing.ttft_ms, 3.6e6);
   timing.prefill_us_per_token = non_negative(a, "prefill-us-per-token", timing.prefill_us_per_token, 1e6);
   timing.itl_ms = non_negative(a, "itl-ms", timing.itl_ms, 3.6e6);
   timing.jitter = non_negative(a, "jitter", timing.jitter, 1);
+  timing.serial_prefill = a.has("serial-prefill");
   const double ready_delay_ms = non_negative(a, "ready-delay-ms", 0, 3.6e6);
 
   // The tokenizer and limits only: no weights are read.

@@ -12,6 +12,14 @@ SimEngine::SimEngine(SimEngineOptions options)
   update_gauges();
 }
 
+double SimEngine::queue_prefill(double ms) {
+  using namespace std::chrono;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = steady_clock::now();
+  prefill_free_at_ = std::max(prefill_free_at_, now) + duration_cast<steady_clock::duration>(duration<double, std::milli>(ms));
+  return duration<double, std::milli>(prefill_free_at_ - now).count();
+}
+
 uint64_t SimEngine::draw_seed() {
   std::lock_guard<std::mutex> lock(mu_);
   return rng_();

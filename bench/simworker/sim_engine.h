@@ -9,6 +9,7 @@
 // guards the cache and the queues (the cache manager is owned by whoever holds it).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,10 @@ class SimEngine {
   // A seed for a request that brought none, and a seed for its timing jitter.
   uint64_t draw_seed();
 
+  // Serial prefill: `ms` of prefill work queued behind what earlier requests queued;
+  // returns the milliseconds from now until it is done.
+  double queue_prefill(double ms);
+
  private:
   // Per request, guarded by mu_.
   struct Slot {
@@ -81,6 +86,7 @@ class SimEngine {
   std::vector<Slot*> waiting_;
   int32_t running_ = 0;
   uint64_t next_arrival_ = 0;
+  std::chrono::steady_clock::time_point prefill_free_at_{};  // when the queued prefill work ends
   std::mt19937_64 rng_{std::random_device{}()};
 };
 

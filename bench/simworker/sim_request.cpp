@@ -72,7 +72,9 @@ void SimRequest::begin(int32_t cached_tokens) {
   if (done_) return;
   cached_tokens_ = cached_tokens;
   const auto uncached = static_cast<double>(start_tokens_.size()) - cached_tokens;
-  arm(jittered(ctx_.timing.ttft_ms + ctx_.timing.prefill_us_per_token * uncached / 1000.0), &SimRequest::first_token);
+  const double prefill_ms = jittered(ctx_.timing.prefill_us_per_token * uncached / 1000.0);
+  const double ttft_ms = jittered(ctx_.timing.ttft_ms);
+  arm(ttft_ms + (ctx_.timing.serial_prefill ? ctx_.engine.queue_prefill(prefill_ms) : prefill_ms), &SimRequest::first_token);
 }
 
 void SimRequest::first_token() {

@@ -32,6 +32,7 @@ struct SimTiming {
   double prefill_us_per_token = 100;  // per prompt token not served from the cache
   double itl_ms = 10;                 // between two tokens
   double jitter = 0;                  // each delay × uniform[1 − jitter, 1 + jitter]
+  bool serial_prefill = false;        // prefills run one after another, as on one GPU
 };
 
 // What every request of one simulated worker shares; outlives them all.

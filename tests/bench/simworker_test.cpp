@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <set>
+#include <thread>
 
 #include "common/model_identity.h"
 #include "common/model_source.h"
@@ -175,6 +176,21 @@ TEST(Simworker, TakesAtLeastTheTimeItIsToldAndCachesThePrefix) {
   EXPECT_GE(ms(warm.token_at[0]), 50 + 4 * 2.0);
   // Nothing bounds it from above in a test; only that the cache saved most of the prefill.
   EXPECT_LT(ms(warm.token_at[0]), ms(cold.token_at[0]));
+}
+
+// --serial-prefill: prefills run one after another, as on one GPU, so of two prompts sent
+// together one waits for the other's prefill; without it each prefill runs alone.
+TEST(Simworker, SerialPrefillQueuesOnePromptBehindTheOther) {
+  WorkerProcess w = start_sim({"--ttft-ms", "10", "--prefill-us-per-token", "3000", "--itl-ms", "1", "--serial-prefill"});
+  Generated a, b;
+  std::thread other([&] { b = generate(w.port(), generate_body("b", prompt_of(100, 3000), 2, 2)); });
+  a = generate(w.port(), generate_body("a", prompt_of(100, 2000), 2, 1));
+  other.join();
+  ASSERT_TRUE(a.finished) << a.error;
+  ASSERT_TRUE(b.finished) << b.error;
+  // Each prefill is 300 ms; the later of the two first tokens comes after both.
+  EXPECT_GE(std::max(ms(a.token_at[0]), ms(b.token_at[0])), 10 + 2 * 300.0);
+  EXPECT_GE(std::min(ms(a.token_at[0]), ms(b.token_at[0])), 10 + 300.0);
 }
 
 TEST(Simworker, KvEventsSnapshotThenStoredAndRemovedHashes) {

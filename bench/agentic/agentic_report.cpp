@@ -103,6 +103,12 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
   json error_samples = json::array();
   double completion = 0, prompt = 0, cached = 0;
   int64_t ok = 0, without_cached = 0;
+  // A session's later turn served elsewhere than its previous turn (the gateway names the
+  // replica) recomputes what its new replica lacks: how often, how slow, how much.
+  std::map<int64_t, std::string> last_replica;
+  std::vector<double> moved_ttft;
+  int64_t followed = 0;  // later turns whose previous turn's replica is known
+  double uncached = 0, moved_uncached = 0;
   Clock::time_point first = run.end, last = run.start;
   for (const TurnResult& t : run.turns) {
     const RequestRecord& r = t.record;
@@ -126,6 +132,17 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
       cached += static_cast<double>(r.cached_tokens);
     else
       ++without_cached;
+    const double fresh = static_cast<double>(r.prompt_tokens - std::max<int64_t>(r.cached_tokens, 0));
+    uncached += fresh;
+    if (r.replica.empty()) continue;
+    const auto [it, first_seen] = last_replica.try_emplace(t.session, r.replica);
+    if (first_seen) continue;
+    ++followed;
+    if (it->second != r.replica) {
+      moved_ttft.push_back(r.ttft_s());
+      moved_uncached += fresh;
+      it->second = r.replica;
+    }
   }
   const double wall = ok > 0 ? std::chrono::duration<double>(last - first).count() : 0;
   json by_turn = json::array();
@@ -181,6 +198,12 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
       {"oracle_hit_rate",
        oracle ? number(ratio(oracle->cached_tokens, oracle->prompt_tokens)) : json(nullptr)},
       {"oracle_prompt_tokens", oracle ? json(oracle->prompt_tokens) : json(nullptr)},
+      {"session_moves",
+       {{"later_turns", followed},
+        {"moved", moved_ttft.size()},
+        {"ttft_ms", ms_percentiles(moved_ttft, {50, 90})},
+        // Their share of every prompt token the replicas had to compute.
+        {"uncached_share", number(ratio(moved_uncached, uncached))}}},
       {"load", load_json(run.load)},
       // While sessions still arrive: after that the fleet drains, and the last few
       // sessions, each tied to its home, leave some replicas idle before others.
@@ -224,6 +247,12 @@ std::string agentic_summary(const json& r) {
   o << "  fitted prefill cost ms/1K tokens per replica:";
   for (const json& c : r["load"]["mean_prefill_s_per_token_per_replica"]) o << " " << num(json(1e6 * c.get<double>()), 1);
   o << " (max/min " << num(r["load"]["prefill_cost_max_over_min"], 2) << ")\n";
+  const json& moves = r["session_moves"];
+  o << "  later turns on another replica than the session's previous turn: " << moves["moved"] << " of "
+    << moves["later_turns"] << " (TTFT ms p50 " << num(moves["ttft_ms"]["p50"], 0) << " p90 "
+    << num(moves["ttft_ms"]["p90"], 0) << "; "
+    << num(moves["uncached_share"].is_number() ? json(100 * moves["uncached_share"].get<double>()) : json(nullptr))
+    << " % of uncached prompt tokens)\n";
   o << "  TTFT p50/p90 ms by turn:";
   for (const json& t : r["ttft_ms_by_turn"])
     o << " " << t["turn"] << ":" << num(t["p50"], 0) << "/" << num(t["p90"], 0);

@@ -145,6 +145,7 @@ void StreamingRequest::on_read_header(beast::error_code ec, std::size_t) {
   }
   const auto& head = parser_->get();
   record_.http_status = static_cast<int>(head.result_int());
+  record_.replica = std::string(head["x-switchyard-replica"]);
   const bool event_stream = head[bhttp::field::content_type].starts_with("text/event-stream");
   streaming_ = record_.http_status == 200 && event_stream;
   if (record_.http_status == 200 && !event_stream)

@@ -52,6 +52,7 @@ struct RequestRecord {
   int64_t cached_tokens = -1;  // usage.prompt_tokens_details.cached_tokens, if sent
 
   int http_status = 0;
+  std::string replica;  // the gateway's x-switchyard-replica header: who served it ("" if none)
   bool reused_connection = false;
   ErrorKind error = ErrorKind::kNone;
   std::string error_message;

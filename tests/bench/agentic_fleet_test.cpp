@@ -108,6 +108,8 @@ TEST(AgenticFleet, SessionsRunThroughTheGatewayAndTheReportIsSane) {
   } else {
     EXPECT_TRUE(report["oracle_hit_rate"].is_null());
   }
+  // The gateway names each turn's replica, so a session's later turns are followed.
+  EXPECT_GT(report["session_moves"]["later_turns"].get<int64_t>(), 0);
   EXPECT_GT(report["load"]["samples"].get<int64_t>(), 0);
   EXPECT_EQ(report["load"]["mean_in_flight_per_replica"].size(), static_cast<size_t>(kReplicas));
   gw.terminate();

@@ -103,16 +103,17 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   late.in_flight = {4, 0};
   late.prefill_s_per_token = {5e-4, 1e-4};
   run.load = {s, s, late};
-  for (int turn = 0; turn < 2; ++turn) {
+  for (int turn = 0; turn < 3; ++turn) {
     TurnResult t;
     t.turn = turn;
     RequestRecord& r = t.record;
+    r.replica = turn == 2 ? "r1" : "r0";  // the third turn moved
     r.max_tokens = r.completion_tokens = 3;
     r.prompt_tokens = 100;
-    r.cached_tokens = turn == 0 ? 0 : 80;
+    r.cached_tokens = turn == 1 ? 80 : 0;
     r.issued = run.start + std::chrono::milliseconds(1000 * turn);
     for (int k = 0; k < 3; ++k)
-      r.arrivals.push_back({r.issued + std::chrono::milliseconds(100 + 10 * k), 1});
+      r.arrivals.push_back({r.issued + std::chrono::milliseconds((turn == 2 ? 400 : 100) + 10 * k), 1});
     r.done = r.arrivals.back().at;
     r.content_events = 3;
     r.streamed_tokens = 3;
@@ -120,19 +121,26 @@ TEST(AgenticReport, ParsersAndArithmetic) {
     run.turns.push_back(t);
   }
   TurnResult failed;
-  failed.turn = 2;
+  failed.turn = 3;
   failed.record.fail(ErrorKind::kValidation, "short");
   failed.record.issued = failed.record.done = run.start;
   run.turns.push_back(failed);
   run.end = Clock::now();
   const auto report = agentic_report(run, small_spec(), "t", *oracle);
   EXPECT_FALSE(report["valid"].get<bool>());
-  EXPECT_EQ(report["ok"], 2);
+  EXPECT_EQ(report["ok"], 3);
   EXPECT_EQ(report["errors_by_kind"]["validation"], 1);
-  EXPECT_DOUBLE_EQ(report["prefix_hit_rate"].get<double>(), 80.0 / 200.0);
+  EXPECT_DOUBLE_EQ(report["prefix_hit_rate"].get<double>(), 80.0 / 300.0);
   EXPECT_DOUBLE_EQ(report["oracle_hit_rate"].get<double>(), 0.75);
   EXPECT_NEAR(report["ttft_ms"]["p50"].get<double>(), 100.0, 1e-6);
-  EXPECT_EQ(report["ttft_ms_by_turn"].size(), 2u);
+  EXPECT_EQ(report["ttft_ms_by_turn"].size(), 3u);
+  // Turn 1 stayed on r0, turn 2 moved to r1 (400 ms, 100 of the 220 uncached tokens).
+  EXPECT_EQ(report["session_moves"]["later_turns"], 2);
+  EXPECT_EQ(report["session_moves"]["moved"], 1);
+  EXPECT_NEAR(report["session_moves"]["ttft_ms"]["p90"].get<double>(), 400.0, 1e-6);
+  EXPECT_NEAR(report["session_moves"]["uncached_share"].get<double>(), 100.0 / 220.0, 1e-12);
+  EXPECT_NE(agentic_summary(report).find("previous turn: 1 of 2 (TTFT ms p50 400 p90 400; 45.5 %"), std::string::npos)
+      << agentic_summary(report);
   EXPECT_NEAR(report["per_user_output_tok_s"]["p50"].get<double>(), 100.0,
               1e-6);  // 2 tokens in 20 ms
   EXPECT_DOUBLE_EQ(report["load"]["busiest_over_least_mean"].get<double>(), (10.0 / 3) / (2.0 / 3));

@@ -21,6 +21,8 @@
 # adding SLOW_MS ms to all it sends, bench/slow_worker.sh; reports named POLICY-slowMS),
 # REBALANCE (unset; 1: routing.session_rebalance on, reports named POLICY-rebalance),
 # COST_TOL (unset; routing.session_cost_tolerance, reports named POLICY-tolCOST_TOL),
+# RECOMPUTE (unset; routing.recompute_weight, reports named POLICY-rwRECOMPUTE),
+# HEDGE (unset; 0: resilience.hedge false, reports named POLICY-nohedge),
 # PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu and sim:
 # build), SIM_ARGS (sim: the simworker's timing flags), PORT (18410; the admin port is
 # PORT + 1), KEEP (/tmp/agentic-reports: every report of earlier calls on this machine is
@@ -94,6 +96,9 @@ tag=
 rebalance=
 [ "${REBALANCE:-}" = 1 ] && rebalance=", session_rebalance: true" tag=-rebalance
 [ -n "${COST_TOL:-}" ] && rebalance="$rebalance, session_cost_tolerance: $COST_TOL" tag=$tag-tol$COST_TOL
+[ -n "${RECOMPUTE:-}" ] && rebalance="$rebalance, recompute_weight: $RECOMPUTE" tag=$tag-rw$RECOMPUTE
+resilience=
+[ "${HEDGE:-}" = 0 ] && resilience="resilience: {hedge: false}" tag=$tag-nohedge
 if [ -n "${SLOW_MS:-}" ]; then  # one replica (SLOW_REPLICA, 0) behind a faultproxy adding SLOW_MS ms
   export SLOW_MS SLOW_REPLICA=${SLOW_REPLICA:-0} SLOW_WORKER_BINARY=$worker SLOW_FAULTPROXY=$bin/switchyard-faultproxy
   worker=$PWD/bench/slow_worker.sh tag=$tag-slow$SLOW_MS
@@ -118,6 +123,7 @@ default_mode: throughput
 worker: {binary: $worker, max_num_seqs: $MAX_SEQS, $kv, prefill_chunk: $PREFILL_CHUNK, $extra}
 startup: {stagger_s: 0, ready_timeout_s: 300}
 routing: {policy: $policy$rebalance}
+$resilience
 YAML
   local t0=$SECONDS
   "$bin"/switchyard-gateway --config "$cfg" > "$log" 2>&1 &

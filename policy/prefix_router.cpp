@@ -64,6 +64,9 @@ class PrefixRouter : public Router {
     }
     // A known session staying home; a moving one is placed as a new one.
     const bool known_session = req.session_key != 0 && !new_session && homes.count.empty();
+    auto cached_of = [&](const ReplicaState& r) {
+      return std::min<int64_t>(static_cast<int64_t>(r.matched_blocks) * req.block_size, req.prompt_tokens);
+    };
     auto pick = [&](bool bounded) -> std::optional<size_t> {
       // A session's later turn is not held to the in-flight bound: moving it recomputes
       // its whole context (tens of thousands of tokens in an agent's late turns), which
@@ -75,14 +78,20 @@ class PrefixRouter : public Router {
       double min_home_load = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < homes.count.size(); ++i)
         if (eligible(replicas[i])) min_home_load = std::min(min_home_load, homes.load(i));
+      // The most of the prompt any eligible replica holds: recomputing it elsewhere weighs
+      // recompute_weight times.
+      int64_t most_cached = 0;
+      for (const ReplicaState& r : replicas)
+        if (eligible(r)) most_cached = std::max(most_cached, cached_of(r));
       std::vector<double> cost(replicas.size(), std::numeric_limits<double>::infinity());
       double min_cost = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < replicas.size(); ++i) {
         const ReplicaState& r = replicas[i];
         if (!eligible(r) || (!homes.count.empty() && homes.load(i) > min_home_load * (1 + 1e-9))) continue;
-        const int64_t cached = std::min<int64_t>(static_cast<int64_t>(r.matched_blocks) * req.block_size, req.prompt_tokens);
+        const int64_t cached = cached_of(r);
+        const double recomputed = static_cast<double>(most_cached - cached) * (options_.recompute_weight - 1);
         cost[i] = r.first_token_latency_s +
-                  static_cast<double>(r.pending_prefill_tokens + req.prompt_tokens - cached) * r.prefill_s_per_token;
+                  (static_cast<double>(r.pending_prefill_tokens + req.prompt_tokens - cached) + recomputed) * r.prefill_s_per_token;
         min_cost = std::min(min_cost, cost[i]);
       }
       std::optional<size_t> best;

@@ -65,6 +65,11 @@ struct RouterOptions {
   // available replicas' median count as the median: replicas of one kind then share new
   // sessions by count, not by their fits' noise. 1: every replica its own fitted cost.
   double session_cost_tolerance = 1.0;
+  // The prefix router's predicted cost of a replica counts the prompt tokens it must
+  // compute although another available replica holds them (a session's context away from
+  // its home, say) this many times: once for this request's own wait and, above 1, for
+  // the requests queued behind that recomputation there. 1: this request's wait alone.
+  double recompute_weight = 1.0;
 };
 
 // "prefix" (default), "approximate" (the prefix router; the caller fills matched_blocks

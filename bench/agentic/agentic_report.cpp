@@ -76,8 +76,8 @@ json load_json(const std::vector<LoadSample>& samples, double until_s = std::num
 
 }  // namespace
 
-std::optional<OracleCounts> parse_oracle_counters(const std::string& text) {
-  std::optional<double> prompt, cached;
+std::optional<GatewayCounts> parse_gateway_counters(const std::string& text) {
+  std::optional<double> prompt, cached, hedges, hedges_won;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     auto value = [&](const char* name) -> std::optional<double> {
@@ -90,13 +90,15 @@ std::optional<OracleCounts> parse_oracle_counters(const std::string& text) {
     };
     if (auto v = value("switchyard_gateway_oracle_prompt_tokens_total")) prompt = *v;
     if (auto v = value("switchyard_gateway_oracle_cached_tokens_total")) cached = *v;
+    if (auto v = value("switchyard_gateway_hedges_total")) hedges = *v;
+    if (auto v = value("switchyard_gateway_hedges_won_total")) hedges_won = *v;
   }
   if (!prompt || !cached) return std::nullopt;
-  return OracleCounts{*prompt, *cached};
+  return GatewayCounts{*prompt, *cached, hedges.value_or(0), hedges_won.value_or(0)};
 }
 
 json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::string& label,
-                    const std::optional<OracleCounts>& oracle) {
+                    const std::optional<GatewayCounts>& gateway) {
   std::vector<double> ttft, itl, user_tok_s, prompt_tokens;
   std::map<int64_t, std::vector<double>> ttft_by_turn;
   std::map<std::string, int64_t> errors;
@@ -196,8 +198,9 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
                                                      : std::numeric_limits<double>::quiet_NaN())},
       {"turns_without_cached_tokens", without_cached},
       {"oracle_hit_rate",
-       oracle ? number(ratio(oracle->cached_tokens, oracle->prompt_tokens)) : json(nullptr)},
-      {"oracle_prompt_tokens", oracle ? json(oracle->prompt_tokens) : json(nullptr)},
+       gateway ? number(ratio(gateway->cached_tokens, gateway->prompt_tokens)) : json(nullptr)},
+      {"oracle_prompt_tokens", gateway ? json(gateway->prompt_tokens) : json(nullptr)},
+      {"hedges", gateway ? json({{"sent", gateway->hedges}, {"won", gateway->hedges_won}}) : json(nullptr)},
       {"session_moves",
        {{"later_turns", followed},
         {"moved", moved_ttft.size()},
@@ -252,7 +255,9 @@ std::string agentic_summary(const json& r) {
     << moves["later_turns"] << " (TTFT ms p50 " << num(moves["ttft_ms"]["p50"], 0) << " p90 "
     << num(moves["ttft_ms"]["p90"], 0) << "; "
     << num(moves["uncached_share"].is_number() ? json(100 * moves["uncached_share"].get<double>()) : json(nullptr))
-    << " % of uncached prompt tokens)\n";
+    << " % of uncached prompt tokens)";
+  if (r["hedges"].is_object()) o << "; hedges sent " << num(r["hedges"]["sent"], 0) << ", won " << num(r["hedges"]["won"], 0);
+  o << "\n";
   o << "  TTFT p50/p90 ms by turn:";
   for (const json& t : r["ttft_ms_by_turn"])
     o << " " << t["turn"] << ":" << num(t["p50"], 0) << "/" << num(t["p90"], 0);

@@ -1,7 +1,7 @@
 // The agentic run's report (bench/README.md, "switchyard-agentic"): per-user output tok/s
 // (p10, p50), TTFT p50/p90/p99 overall and by turn, ITL p50/p99, the prefix hit rate from
-// usage.prompt_tokens_details.cached_tokens, the oracle hit rate from the gateway's
-// counters, load imbalance from /admin/status samples, aggregate output tok/s, sessions
+// usage.prompt_tokens_details.cached_tokens, the oracle hit rate and hedges from the
+// gateway's counters, load imbalance from /admin/status samples, aggregate output tok/s, sessions
 // and errors. Rates count only turns the client validated (real text of the requested
 // length); a run with any failed turn is marked invalid.
 #pragma once
@@ -14,18 +14,27 @@
 
 namespace sy::bench {
 
-// The gateway's oracle counters (switchyard_gateway_oracle_{prompt,cached}_tokens_total)
-// over the run: the difference of two /metrics scrapes.
-struct OracleCounts {
+// The gateway's counters over the run (the difference of two /metrics scrapes): the
+// oracle's (switchyard_gateway_oracle_{prompt,cached}_tokens_total) and its hedges
+// (switchyard_gateway_hedges_total, _hedges_won_total: second attempts sent before a
+// first token, and those that produced it — a won hedge serves a turn away from the
+// replica its router chose).
+struct GatewayCounts {
   double prompt_tokens = 0;
   double cached_tokens = 0;
+  double hedges = 0;
+  double hedges_won = 0;
+  GatewayCounts operator-(const GatewayCounts& o) const {
+    return {prompt_tokens - o.prompt_tokens, cached_tokens - o.cached_tokens, hedges - o.hedges, hedges_won - o.hedges_won};
+  }
 };
 
-// Reads the two counters from Prometheus text; nullopt when they are not there.
-std::optional<OracleCounts> parse_oracle_counters(const std::string& metrics_text);
+// Reads the counters from Prometheus text; nullopt when the oracle's are not there (the
+// hedge counters count 0 when missing).
+std::optional<GatewayCounts> parse_gateway_counters(const std::string& metrics_text);
 
 nlohmann::json agentic_report(const AgenticRun& run, const AgenticSpec& spec,
-                              const std::string& label, const std::optional<OracleCounts>& oracle);
+                              const std::string& label, const std::optional<GatewayCounts>& gateway);
 std::string agentic_summary(const nlohmann::json& report);
 
 }  // namespace sy::bench

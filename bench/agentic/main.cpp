@@ -34,13 +34,13 @@ std::string first_model(net::io_context& ioc, const Target& target) {
   return j["data"][0].value("id", "");
 }
 
-std::optional<OracleCounts> scrape_oracle(const std::string& admin_url) {
+std::optional<GatewayCounts> scrape_counters(const std::string& admin_url) {
   if (admin_url.empty()) return std::nullopt;
   try {
     net::io_context ioc;
     const Target admin = resolve_target(ioc, admin_url);
     auto [status, body] = http_get(ioc, admin, "/metrics", std::chrono::seconds(10));
-    return status == 200 ? parse_oracle_counters(body) : std::nullopt;
+    return status == 200 ? parse_gateway_counters(body) : std::nullopt;
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -100,14 +100,12 @@ int main(int argc, char** argv) {
     net::io_context ioc;
     const Target target = resolve_target(ioc, url);
     if (options.model.empty()) options.model = first_model(ioc, target);
-    const auto before = scrape_oracle(options.admin_url);
+    const auto before = scrape_counters(options.admin_url);
     const AgenticRun run = run_agentic(target, spec, plan, options);
-    const auto after = scrape_oracle(options.admin_url);
-    std::optional<OracleCounts> oracle;
-    if (before && after)
-      oracle = OracleCounts{after->prompt_tokens - before->prompt_tokens,
-                            after->cached_tokens - before->cached_tokens};
-    const nlohmann::json report = agentic_report(run, spec, label, oracle);
+    const auto after = scrape_counters(options.admin_url);
+    std::optional<GatewayCounts> counts;
+    if (before && after) counts = *after - *before;
+    const nlohmann::json report = agentic_report(run, spec, label, counts);
     if (json_out) {
       std::ofstream out(*json_out);
       out << report.dump(1) << "\n";

@@ -178,12 +178,14 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
     r.get(s, "worker_stop_grace_s", "shutdown.", c.shutdown.worker_stop_grace_s);
   }
   if (const YAML::Node s = root["routing"]) {
-    r.only(s, "routing.", {"policy", "load_bound", "approx_index_capacity", "session_rebalance", "session_cost_tolerance"});
+    r.only(s, "routing.", {"policy", "load_bound", "approx_index_capacity", "session_rebalance", "session_cost_tolerance",
+                             "recompute_weight"});
     r.get(s, "policy", "routing.", c.routing.policy);
     r.get(s, "load_bound", "routing.", c.routing.load_bound);
     r.get(s, "approx_index_capacity", "routing.", c.routing.approx_index_capacity);
     r.get(s, "session_rebalance", "routing.", c.routing.session_rebalance);
     r.get(s, "session_cost_tolerance", "routing.", c.routing.session_cost_tolerance);
+    r.get(s, "recompute_weight", "routing.", c.routing.recompute_weight);
   }
   if (const YAML::Node s = root["resilience"]) {
     const std::string p = "resilience.";
@@ -344,6 +346,8 @@ void FleetConfig::validate(const std::string& label) const {
   if (!(routing.load_bound >= 1.0)) fail("routing.load_bound", "must be >= 1");
   if (!(routing.session_cost_tolerance >= 1.0 && routing.session_cost_tolerance <= 100.0))
     fail("routing.session_cost_tolerance", "must be in [1, 100]");
+  if (!(routing.recompute_weight >= 1.0 && routing.recompute_weight <= 100.0))
+    fail("routing.recompute_weight", "must be in [1, 100]");
   {
     const ResilienceConfig& x = resilience;
     const std::string& hp = x.hedge_max_priority;

@@ -70,7 +70,7 @@ TEST(AgenticFleet, SessionsRunThroughTheGatewayAndTheReportIsSane) {
   const auto target = bench::resolve_target(ioc, "http://127.0.0.1:" + std::to_string(gw.port()));
   // options.model empty: the body says "model": "", which the gateway takes as its served model.
   const auto metrics = [&] {
-    return bench::parse_oracle_counters(
+    return bench::parse_gateway_counters(
         testing::http_request(gw.admin_port(), "GET", "/metrics").body);
   };
   const auto before = metrics();
@@ -78,10 +78,8 @@ TEST(AgenticFleet, SessionsRunThroughTheGatewayAndTheReportIsSane) {
   const auto after = metrics();
   // The oracle counters come with the gateway's /metrics lines for them (gateway.cpp);
   // without them the report's oracle is null and only the rest is checked.
-  std::optional<bench::OracleCounts> oracle;
-  if (before && after)
-    oracle = bench::OracleCounts{after->prompt_tokens - before->prompt_tokens,
-                                 after->cached_tokens - before->cached_tokens};
+  std::optional<bench::GatewayCounts> oracle;
+  if (before && after) oracle = *after - *before;
   const auto report = bench::agentic_report(run, spec, "prefix", oracle);
   SCOPED_TRACE(report.dump(1));
   EXPECT_TRUE(report["valid"].get<bool>());

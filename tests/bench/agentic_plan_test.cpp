@@ -78,13 +78,17 @@ TEST(AgenticPlan, SessionsOfATypeShareExactlyTheSystemPrompt) {
 }
 
 TEST(AgenticReport, ParsersAndArithmetic) {
-  const auto oracle = parse_oracle_counters(
+  const auto oracle = parse_gateway_counters(
       "# HELP x\nswitchyard_gateway_oracle_prompt_tokens_total "
-      "1000\nswitchyard_gateway_oracle_cached_tokens_total 750\n");
+      "1000\nswitchyard_gateway_oracle_cached_tokens_total 750\nswitchyard_gateway_hedges_total 7\n"
+      "switchyard_gateway_hedges_won_total 3\nswitchyard_gateway_hedges_denied_total 9\n");
   ASSERT_TRUE(oracle);
   EXPECT_EQ(oracle->prompt_tokens, 1000);
   EXPECT_EQ(oracle->cached_tokens, 750);
-  EXPECT_FALSE(parse_oracle_counters("switchyard_gateway_prompt_tokens_total 5\n"));
+  EXPECT_EQ(oracle->hedges, 7);
+  EXPECT_EQ(oracle->hedges_won, 3);
+  EXPECT_EQ((*oracle - GatewayCounts{100, 50, 2, 1}).hedges_won, 2);
+  EXPECT_FALSE(parse_gateway_counters("switchyard_gateway_prompt_tokens_total 5\n"));
 
   LoadSample s;
   ASSERT_TRUE(parse_load_sample(
@@ -139,7 +143,8 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   EXPECT_EQ(report["session_moves"]["moved"], 1);
   EXPECT_NEAR(report["session_moves"]["ttft_ms"]["p90"].get<double>(), 400.0, 1e-6);
   EXPECT_NEAR(report["session_moves"]["uncached_share"].get<double>(), 100.0 / 220.0, 1e-12);
-  EXPECT_NE(agentic_summary(report).find("previous turn: 1 of 2 (TTFT ms p50 400 p90 400; 45.5 %"), std::string::npos)
+  EXPECT_EQ(report["hedges"]["won"], 3);
+  EXPECT_NE(agentic_summary(report).find("previous turn: 1 of 2 (TTFT ms p50 400 p90 400; 45.5 % of uncached prompt tokens); hedges sent 7, won 3"), std::string::npos)
       << agentic_summary(report);
   EXPECT_NEAR(report["per_user_output_tok_s"]["p50"].get<double>(), 100.0,
               1e-6);  // 2 tokens in 20 ms

@@ -197,6 +197,27 @@ TEST(PrefixRouter, SessionCostToleranceSharesSessionsByCountAmongLikeReplicas) {
   EXPECT_LE(slow[3], 3);
 }
 
+// A 10,000-token prompt that replica 0 holds all but 400 tokens of, behind P tokens of
+// queued prefill there, against an idle replica 1 that holds none of it (1 ms a token):
+// with recompute_weight 1 it moves once P passes the 9,600 tokens replica 1 would
+// recompute; with 2 only past twice that. Where no replica holds it, the weight changes
+// nothing.
+TEST(PrefixRouter, RecomputeWeightChargesComputingWhatAnotherReplicaHolds) {
+  auto choice = [](double weight, int64_t pending, int32_t matched) {
+    SplitMixRandom rnd(5);
+    auto router = make_router("prefix", {.recompute_weight = weight}, rnd);
+    const std::vector<ReplicaState> two = {replica(1, 1, matched, pending), replica(2)};
+    return router->choose({.affinity_key = 3, .prompt_tokens = 10000, .block_size = 16}, two);
+  };
+  EXPECT_EQ(choice(1, 9000, 600), 0u);
+  EXPECT_EQ(choice(1, 12000, 600), 1u);
+  EXPECT_EQ(choice(2, 12000, 600), 0u);
+  EXPECT_EQ(choice(2, 19000, 600), 0u);
+  EXPECT_EQ(choice(2, 20000, 600), 1u);
+  EXPECT_EQ(choice(1, 500, 0), 1u);
+  EXPECT_EQ(choice(3, 500, 0), 1u);
+}
+
 // Replica 0 adds a fixed 0.5 s to every first token and computes as fast as replica 1:
 // a request without a session goes to replica 1 (lower predicted TTFT), and new sessions
 // still split evenly, since the latency costs each turn there but no capacity.

@@ -57,7 +57,7 @@ GatewayCore::QueueSeat::~QueueSeat() {
   ++core_->counters_.queue_seats_released;
 }
 
-AttemptTimeouts GatewayCore::timeouts_for(PriorityClass priority) const {
+AttemptTimeouts GatewayCore::timeouts_for(PriorityClass priority, double expected_prefill_s) const {
   const ResilienceConfig& x = resilience_;
   AttemptTimeouts t;
   // Without samples yet, the bounds' upper ends: wait long rather than hedge blindly.
@@ -67,6 +67,10 @@ AttemptTimeouts GatewayCore::timeouts_for(PriorityClass priority) const {
   if (hedgeable)
     t.hedge_delay = attempt_ttft_.size() < 8 ? x.hedge_delay_max_s
                                              : bounded(x.hedge_delay_factor * attempt_ttft_.percentile(x.hedge_delay_quantile), x.hedge_delay_min_s, x.hedge_delay_max_s);
+  // A long prompt's first token is late only past the prefill it needs: hedging it sooner
+  // recomputes the whole context on another replica (measured on the agentic bench: most
+  // hedges of long-context turns lost, and the work they added slowed the others).
+  if (t.hedge_delay > 0) t.hedge_delay += std::max(0.0, expected_prefill_s);
   t.first_token = x.first_token_timeout_s;
   t.stall = itl_.size() < 8 ? x.stall_max_s : bounded(x.stall_factor * itl_.percentile(0.99), x.stall_min_s, x.stall_max_s);
   return t;
@@ -158,7 +162,11 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
   fleet_->dispatched(i, hashes, rr.prompt_tokens - cached);
   ReplicaSlot slot(shared_from_this(), i, fleet_->generation(), rr.prompt_tokens - cached, states[i].pending_prefill_tokens,
                    rr.session_key);
-  r->dispatch(std::move(slot), fleet_->info(i), timeouts_for(r->priority_class()), hedge);
+  // What its prefill should take there: its uncached tokens and those queued ahead, at the
+  // replica's own fitted cost (none until it has one).
+  const double expected_prefill_s =
+      fleet_->load(i).cost_samples > 0 ? static_cast<double>(states[i].pending_prefill_tokens + rr.prompt_tokens - cached) * states[i].prefill_s_per_token : 0;
+  r->dispatch(std::move(slot), fleet_->info(i), timeouts_for(r->priority_class(), expected_prefill_s), hedge);
   return true;
 }
 

@@ -148,8 +148,10 @@ class GatewayCore : public SlotReturn, public std::enable_shared_from_this<Gatew
   const LatencyWindow& itl() const { return itl_; }
   // Releases queued requests while replicas have room.
   void dispatch();
-  // The silence limits an attempt of this class gets now, from recent latencies.
-  AttemptTimeouts timeouts_for(PriorityClass priority) const;
+  // The silence limits an attempt of this class gets now, from recent latencies. A hedge
+  // also waits `expected_prefill_s`, the prefill its replica is expected to need for it
+  // (its uncached tokens and those queued ahead there).
+  AttemptTimeouts timeouts_for(PriorityClass priority, double expected_prefill_s = 0) const;
 
   // SlotReturn: from any thread; counted on the core strand (at once when already there).
   void give_back(size_t replica, uint64_t fleet_generation, int64_t uncached_tokens, uint64_t session_key,

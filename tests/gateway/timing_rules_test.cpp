@@ -121,6 +121,8 @@ TEST(LearnedLimits, HedgeDelayAndStallFollowRecentLatencies) {
   EXPECT_NEAR(t.stall, 0.4, 1e-9);        // 8 × the p99 gap
   EXPECT_DOUBLE_EQ(t.first_token, res.first_token_timeout_s);
   EXPECT_DOUBLE_EQ(core.timeouts_for(PriorityClass::kBatch).hedge_delay, 0) << "batch work is not hedged";
+  EXPECT_NEAR(core.timeouts_for(PriorityClass::kInteractive, 4.0).hedge_delay, 4.6, 1e-9) << "plus the prefill it is expected to need";
+  EXPECT_DOUBLE_EQ(core.timeouts_for(PriorityClass::kBatch, 4.0).hedge_delay, 0) << "and still no hedge for batch work";
   for (int k = 0; k < 2048; ++k) core.observe_attempt_ttft(0.001);
   EXPECT_DOUBLE_EQ(core.timeouts_for(PriorityClass::kStandard).hedge_delay, 0.05) << "clamped to the lower bound";
 }

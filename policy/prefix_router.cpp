@@ -9,18 +9,19 @@
 //
 // Sessions: where clients name them (`user`), a session's first request goes to the
 // replica whose live sessions would cost it least, (sessions + 1) × its prefill cost per
-// token, and the cache decides only among those equally loaded. A live session has a
-// turn in flight or ended one within session_idle_s: a finished session stops weighing
-// on its replica soon after its last turn, not after the affinity TTL (in a run where
-// sessions of 5 and of 30 turns start together, the TTL kept the replicas of the short
-// ones looking full while they idled). A session's home is weighed by the per-token cost
-// alone: a replica's fixed latency adds to each of its turns but not to its capacity.
-// That keeps a multi-turn
-// workload balanced: a session's later turns follow its cached context home, so where a
-// session starts decides where its work lands for its whole life, and the shared system
-// prompt a first turn matches would otherwise pull every session of an agent type onto
-// one replica (measured on the agentic bench: busiest/least in flight 3.5). A slow
-// replica (a high measured cost) is home to proportionally fewer sessions.
+// token, and the cache decides only among those equally loaded; a replica without live
+// sessions takes the next one whatever its cost, so every replica keeps measuring it.
+// A live session has a turn in flight or ended one within session_idle_s: a finished
+// session stops weighing on its replica soon after its last turn, not after the affinity
+// TTL (in a run where sessions of 5 and of 30 turns start together, the TTL kept the
+// replicas of the short ones looking full while they idled). A session's home is weighed
+// by the per-token cost alone: a replica's fixed latency adds to each of its turns but
+// not to its capacity. That keeps a multi-turn workload balanced: a session's later
+// turns follow its cached context home, so where a session starts decides where its work
+// lands for its whole life, and the shared system prompt a first turn matches would
+// otherwise pull every session of an agent type onto one replica (measured on the agentic
+// bench: busiest/least in flight 3.5). A slow replica (a high measured cost) is home to
+// proportionally fewer sessions, but never to none while it is available.
 //
 // With session_rebalance, a session's new turn leaves a home that has become overloaded
 // (its short sessions' neighbours ended elsewhere, say, after arrivals stopped): it is
@@ -77,7 +78,7 @@ class PrefixRouter : public Router {
       // A new session: only the replicas whose sessions would cost least.
       double min_home_load = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < homes.count.size(); ++i)
-        if (eligible(replicas[i])) min_home_load = std::min(min_home_load, homes.load(i));
+        if (eligible(replicas[i])) min_home_load = std::min(min_home_load, homes.placing(i));
       // The most of the prompt any eligible replica holds: recomputing it elsewhere weighs
       // recompute_weight times.
       int64_t most_cached = 0;
@@ -87,7 +88,7 @@ class PrefixRouter : public Router {
       double min_cost = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < replicas.size(); ++i) {
         const ReplicaState& r = replicas[i];
-        if (!eligible(r) || (!homes.count.empty() && homes.load(i) > min_home_load * (1 + 1e-9))) continue;
+        if (!eligible(r) || (!homes.count.empty() && homes.placing(i) > min_home_load * (1 + 1e-9))) continue;
         const int64_t cached = cached_of(r);
         const double recomputed = static_cast<double>(most_cached - cached) * (options_.recompute_weight - 1);
         cost[i] = r.first_token_latency_s +
@@ -138,6 +139,12 @@ class PrefixRouter : public Router {
     std::vector<double> weight;
     // The load of replica i's live sessions with one more: a slow replica's count weighs more.
     double load(size_t i) const { return static_cast<double>(count[i] + 1) * weight[i]; }
+    // What placing a session on replica i weighs: its load, but nothing on a replica
+    // without live sessions, whatever its cost. A replica's cost is fitted from its own
+    // first tokens, so one that gets no session keeps a stale fit: measured on the
+    // agentic bench, a replica behind a 500 ms proxy fitted 7.7× the others' cost and
+    // held 0.02 requests in flight for the whole run. Each replica keeps at least one.
+    double placing(size_t i) const { return count[i] == 0 ? 0 : load(i); }
   };
 
   // True when session s should leave its home (session_rebalance): the home's load with

@@ -118,7 +118,7 @@ TEST(PrefixRouter, NewSessionsSpreadAndLaterTurnsGoHome) {
 
 // A session not seen for the TTL no longer counts as its replica's load, and a replica
 // whose measured prefill cost is high (a slow one) is home to proportionally fewer sessions.
-TEST(PrefixRouter, GoneSessionsStopCountingAndSlowReplicasGetNoNewSessions) {
+TEST(PrefixRouter, GoneSessionsStopCountingAndSlowReplicasGetFewNewSessions) {
   SplitMixRandom rnd(5);
   auto router = make_router("prefix", {.session_ttl_s = 60}, rnd);
   std::vector<ReplicaState> two = {replica(1), replica(2)};
@@ -130,11 +130,12 @@ TEST(PrefixRouter, GoneSessionsStopCountingAndSlowReplicasGetNoNewSessions) {
   // (6 × 1 ms > 1 × 5 ms), and its second only past 9.
   EXPECT_EQ(first[0], 9);
   EXPECT_EQ(first[1], 1);
-  // 100 s later those sessions are gone: the fast replica takes the next ones again.
+  // 100 s later those sessions are gone: the fast replica takes the next ones again, but
+  // for one on the slow replica while it holds none (so it keeps measuring its cost).
   std::map<size_t, int> later;
   for (uint64_t s = 11; s <= 14; ++s) ++later[*router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = s, .now_s = 100}, two)];
-  EXPECT_EQ(later[0], 4);
-  EXPECT_EQ(later[1], 0);
+  EXPECT_EQ(later[0], 3);
+  EXPECT_EQ(later[1], 1);
 }
 
 // A session weighs on its home while a turn is in flight and for session_idle_s after
@@ -195,6 +196,22 @@ TEST(PrefixRouter, SessionCostToleranceSharesSessionsByCountAmongLikeReplicas) {
   const std::vector<int> slow = homes_of(1.5, {1e-3, 1e-3, 1e-3, 3e-3});
   for (int i = 0; i < 3; ++i) EXPECT_GE(slow[i], 7) << i;
   EXPECT_LE(slow[3], 3);
+}
+
+// A replica whose fitted cost is stale and ten times the others' (it got no session, so
+// it measured nothing since): weighed by that cost it would never be a home again. It
+// takes the first session while it has none, and no second among these twelve.
+TEST(PrefixRouter, AReplicaWithoutLiveSessionsTakesTheNextOneWhateverItsCost) {
+  SplitMixRandom rnd(13);
+  auto router = make_router("prefix", {}, rnd);
+  std::vector<ReplicaState> r = {replica(1), replica(2), replica(3), replica(4)};
+  r[3].prefill_s_per_token = 10e-3;
+  std::vector<int> homes(r.size(), 0);
+  for (uint64_t s = 1; s <= 12; ++s)
+    ++homes[*router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = s, .now_s = 0.1 * s}, r)];
+  EXPECT_EQ(homes[3], 1);
+  EXPECT_EQ(homes[0] + homes[1] + homes[2], 11);
+  for (int i = 0; i < 3; ++i) EXPECT_GE(homes[i], 3) << i;
 }
 
 // A 10,000-token prompt that replica 0 holds all but 400 tokens of, behind P tokens of

@@ -61,6 +61,7 @@ struct GatewayCounters {
   int64_t hedges_won = 0;        // ... that produced the first token
   int64_t hedges_denied = 0;     // hedges the budget refused
   int64_t stalls = 0;            // attempts failed over for silence (stall or no first token)
+  int64_t preempted = 0;         // workers' notices that an attempt was preempted (recomputing)
   int64_t output_tokens = 0;
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
@@ -117,6 +118,7 @@ class GatewayCore : public SlotReturn, public std::enable_shared_from_this<Gatew
   void hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, int32_t attempts);
   void hedge_won() { ++counters_.hedges_won; }
   void stalled() { ++counters_.stalls; }
+  void preempted() { ++counters_.preempted; }
   // An attempt's first token came `s` seconds after it was sent (the hedge delay's input).
   void observe_attempt_ttft(double s) { attempt_ttft_.add(s); }
   // The client of r left: if r still holds a queue seat, gives it up and tells r

@@ -232,6 +232,7 @@ void Gateway::register_counters() {
   counter("switchyard_gateway_hedges_won_total", "Hedges that produced the first token", &GatewayCounters::hedges_won);
   counter("switchyard_gateway_hedges_denied_total", "Hedges the budget refused", &GatewayCounters::hedges_denied);
   counter("switchyard_gateway_stalls_total", "Attempts failed over for silence (stall or no first token)", &GatewayCounters::stalls);
+  counter("switchyard_gateway_preempted_total", "Workers' notices that an attempt was preempted and recomputes its context", &GatewayCounters::preempted);
   counter("switchyard_gateway_prompt_tokens_total", "Prompt tokens of finished requests", &GatewayCounters::prompt_tokens);
   counter("switchyard_gateway_cached_prompt_tokens_total", "Prompt tokens served from workers' prefix caches", &GatewayCounters::cached_tokens);
   counter("switchyard_gateway_oracle_prompt_tokens_total", "Prompt tokens of requests at their first dispatch", &GatewayCounters::oracle_prompt_tokens);

@@ -153,12 +153,21 @@ void ProxyRequest::handle_event(const AttemptPtr& a, const http::SseEvent& e) {
     end(true, false, &f.usage);
   } else if (e.type == "error") {  // the worker aborted (shutdown) or failed: try elsewhere
     attempt_failed(a, ApiError::unavailable("the worker failed the request: " + e.data, "upstream_error"));
+  } else if (e.type == "preempted") {  // alive, and silent while it recomputes (silence_limit)
+    InternalPreempted p;
+    if (parse_internal_preempted(e.data, p)) return;
+    a->preempted_at = now();
+    tell_core([](GatewayCore& core) { core.preempted(); });
+    rearm_watchdog();
   }
 }
 
 void ProxyRequest::on_tokens(const AttemptPtr& a, const InternalTokens& t) {
   const double at = now();
   const auto n = static_cast<int64_t>(t.ids.size());
+  // The gap since a preemption is a recomputation, not an inter-token gap.
+  const bool resumed = a->preempted_at >= 0;
+  a->preempted_at = -1;
   if (!a->first_token) {
     a->first_token = true;
     tell_core([i = a->replica, uncached = a->slot.uncached_tokens(), ahead = a->slot.work_ahead_tokens(),
@@ -174,8 +183,8 @@ void ProxyRequest::on_tokens(const AttemptPtr& a, const InternalTokens& t) {
       core.count_output(n);
     });
   } else if (n > 0) {
-    tell_core([gap = (at - last_token_at_) / static_cast<double>(n), n](GatewayCore& core) {
-      core.observe_itl(gap);
+    tell_core([gap = (at - last_token_at_) / static_cast<double>(n), n, resumed](GatewayCore& core) {
+      if (!resumed) core.observe_itl(gap);
       core.count_output(n);
     });
   }
@@ -264,7 +273,12 @@ void ProxyRequest::rearm_watchdog() {
 
 double ProxyRequest::silence_limit(const AttemptPtr& a) const {
   // Until its first token an attempt may prefill (prompt and resumed ids); after it, the
-  // stall limit runs from the latest token.
+  // stall limit runs from the latest token. A preempted one prefills its context again:
+  // from its worker's notice, as long as a first token may take. (A worker under KV
+  // pressure preempts a stream and recomputes its whole context, tens of thousands of
+  // tokens in an agent's late turns: seconds of silence, which the stall limit, a few
+  // times the p99 gap, would fail over to a replica that must recompute it too.)
+  if (a->preempted_at >= 0) return a->preempted_at + timeouts_.first_token;
   return a->first_token ? last_token_at_ + timeouts_.stall : a->sent_at + timeouts_.first_token;
 }
 

@@ -93,6 +93,9 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
     std::string error_body;  // a non-200 answer, relayed as is
     bool first_token = false;
     double sent_at = 0;  // clock seconds
+    // Its latest "preempted" event with no token since (clock seconds); -1: none. The
+    // worker computes the request's context again before its next token.
+    double preempted_at = -1;
   };
   using AttemptPtr = std::shared_ptr<Attempt>;
 

@@ -132,6 +132,22 @@ std::string internal_tokens_event(const InternalTokens& t) {
   return event("tokens", j);
 }
 
+std::string internal_preempted_event(const InternalPreempted& p) {
+  Json j;
+  j["recompute_tokens"] = p.recompute_tokens;
+  return event("preempted", j);
+}
+
+std::optional<ApiError> parse_internal_preempted(std::string_view data, InternalPreempted& out) {
+  out = InternalPreempted{};
+  Json j;
+  if (auto e = parse_data(data, j)) return e;
+  FieldReader r(j);
+  r.get_int32("recompute_tokens", 0, FieldReader::kInt32Max, out.recompute_tokens);
+  if (!r.ok()) return r.error();
+  return std::nullopt;
+}
+
 std::string internal_finish_event(const InternalFinish& f) {
   Json j;
   j["finish_reason"] = f.finish_reason;

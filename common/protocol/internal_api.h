@@ -62,11 +62,20 @@ struct InternalFinish {
   Usage usage;                // completion_tokens counts resume ids and a stop token
 };
 
+// "event: preempted": the worker freed the request's KV blocks to make room for others and
+// will compute its context again (`recompute_tokens`: the prompt and generated tokens so
+// far) before its next token. The stream is alive, only silent meanwhile.
+struct InternalPreempted {
+  int32_t recompute_tokens = 0;
+};
+
 std::string internal_tokens_event(const InternalTokens& t);  // "event: tokens\ndata: {...}\n\n"
+std::string internal_preempted_event(const InternalPreempted& p);  // "event: preempted\ndata: {...}\n\n"
 std::string internal_finish_event(const InternalFinish& f);  // "event: finish\ndata: {...}\n\n"
 // The `data` of an event (without "data: "), as an SSE parser delivers it.
 std::optional<ApiError> parse_internal_tokens(std::string_view data, InternalTokens& out);
 std::optional<ApiError> parse_internal_finish(std::string_view data, InternalFinish& out);
+std::optional<ApiError> parse_internal_preempted(std::string_view data, InternalPreempted& out);
 
 // /internal/kv-events: one event per change, the first a snapshot of every cached hash.
 struct KvEventWire {

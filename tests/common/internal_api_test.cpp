@@ -95,6 +95,12 @@ TEST(InternalApi, TokenAndFinishEventsRoundTrip) {
   EXPECT_EQ(fb.usage.prompt_tokens, 12);
   EXPECT_EQ(fb.usage.completion_tokens, 4);
   EXPECT_EQ(fb.usage.cached_tokens, 8);
+
+  InternalPreempted pb;
+  ASSERT_FALSE(parse_internal_preempted(data_of(internal_preempted_event({60123}), "preempted"), pb));
+  EXPECT_EQ(pb.recompute_tokens, 60123);
+  EXPECT_TRUE(parse_internal_preempted(R"({"recompute_tokens":-1})", pb).has_value());
+  EXPECT_TRUE(parse_internal_preempted("not json", pb).has_value());
 }
 
 TEST(InternalApi, KvEventsCarryFull64BitHashes) {

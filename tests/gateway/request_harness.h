@@ -78,6 +78,7 @@ struct FakeCall : CancellableCall {
     t.ids = std::move(ids);
     h.on_data(internal_tokens_event(t));
   }
+  void preempted(int32_t recompute_tokens) { h.on_data(internal_preempted_event({recompute_tokens})); }
   void finish() {
     InternalFinish f;
     f.finish_reason = "stop";

@@ -135,6 +135,33 @@ ResilienceConfig silences(double first_token, double stall) {
   return r;
 }
 
+// A worker that preempted the stream (KV pressure) says so, and recomputes its context
+// before the next token: the silence after the notice may last as long as a first token
+// may take, not the stall limit; the next token restores the stall limit.
+TEST(Watchdog, APreemptedStreamMayBeSilentWhileItsContextIsRecomputed) {
+  Harness h({.resilience = silences(20, 3)});
+  auto r = h.submit();
+  h.calls[0]->headers();
+  h.calls[0]->tokens(0, {1});
+  h.advance(1, {&r});
+  h.calls[0]->preempted(60000);
+  h.advance(19.75, {&r});
+  EXPECT_EQ(h.calls.size(), 1u) << "recomputing is not a stall";
+  EXPECT_EQ(h.core->counters().stalls, 0);
+  EXPECT_EQ(h.core->counters().preempted, 1);
+  h.calls[0]->tokens(1, {2});
+  h.advance(2.75, {&r});
+  EXPECT_EQ(h.calls.size(), 1u);
+  h.advance(0.25, {&r});
+  ASSERT_EQ(h.calls.size(), 2u) << "after the next token the stall limit applies again";
+  EXPECT_EQ(h.calls[1]->body().resume_ids, (std::vector<int32_t>{1, 2}));
+  h.calls[1]->headers();
+  h.calls[1]->finish();
+  h.settle();
+  EXPECT_TRUE(r.client->finished);
+  h.expect_all_released();
+}
+
 TEST(Watchdog, NoFirstTokenInTimeFailsOver) {
   Harness h({.resilience = silences(5, 30)});
   auto r = h.submit();

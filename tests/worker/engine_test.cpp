@@ -169,12 +169,20 @@ TEST(Engine, PreemptionUnderKvPressureLosesNothingAndKeepsGreedyOutput) {
     r.priority = static_cast<int32_t>(i % 3);
     tight->submit(std::move(r));
   }
+  int64_t told = 0;
   for (size_t i = 0; i < sinks.size(); ++i) {
     const FinishEvent f = sinks[i]->wait();
     EXPECT_EQ(f.reason, FinishReason::kLength) << i;
     EXPECT_EQ(sinks[i]->ids(), expected[i]) << "request " << i;
+    // Each preemption is told to its request, with the context it must compute again.
+    for (int32_t n : sinks[i]->preempted()) {
+      EXPECT_GE(n, static_cast<int32_t>(prompts[i].size())) << i;
+      EXPECT_LE(n, static_cast<int32_t>(prompts[i].size()) + 32) << i;
+      ++told;
+    }
   }
   EXPECT_GT(tight->stats().preemptions_total.load(), 0);
+  EXPECT_EQ(told, tight->stats().preemptions_total.load());
 }
 
 TEST(Engine, CancellationFreesBlocksWithinOneStep) {

@@ -25,6 +25,14 @@ class CollectingSink : public RequestSink {
       events_.push_back(std::move(t));
     }
   }
+  void on_preempted(int32_t recompute_tokens) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    preempted_.push_back(recompute_tokens);
+  }
+  std::vector<int32_t> preempted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return preempted_;
+  }
   void on_finish(FinishEvent f) override {
     std::lock_guard<std::mutex> lock(mu_);
     text_ += f.text;
@@ -69,6 +77,7 @@ class CollectingSink : public RequestSink {
   std::vector<int32_t> ids_;
   std::vector<TokenEvent> events_;
   std::string text_;
+  std::vector<int32_t> preempted_;  // recompute_tokens of each on_preempted
   std::optional<FinishEvent> finish_;
   int64_t first_token_step_ = -1;
 };

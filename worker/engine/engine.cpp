@@ -150,6 +150,10 @@ class Engine::Impl {
   bool step() {
     StepSchedule sched = scheduler.schedule();
     engine.stats_.preemptions_total += static_cast<int64_t>(sched.preempted.size());
+    // A preempted request goes silent until its context is computed again: say so, so
+    // that whoever waits on its stream (the gateway's stall watchdog) knows it is alive.
+    for (Sequence* p : sched.preempted)
+      if (p->request.sink) p->request.sink->on_preempted(static_cast<int32_t>(p->tokens.size()));
     if (sched.empty()) return false;
     BatchPlan plan;
     const int32_t bs = engine.backend_->block_size();

@@ -42,6 +42,9 @@ class RequestSink {
   // Called on the engine thread, in order, never after on_finish.
   virtual void on_tokens(std::vector<TokenEvent> tokens) = 0;
   virtual void on_finish(FinishEvent finish) = 0;
+  // The engine freed the request's KV blocks for more urgent work (KV pressure); it
+  // computes `recompute_tokens` (its context so far) again before its next token.
+  virtual void on_preempted(int32_t /*recompute_tokens*/) {}
 };
 
 struct EngineRequest {

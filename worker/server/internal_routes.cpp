@@ -34,6 +34,11 @@ class InternalSink : public RequestSink, public std::enable_shared_from_this<Int
       self->finish(std::move(f));
     });
   }
+  void on_preempted(int32_t recompute_tokens) override {
+    boost::asio::post(ex_->executor(), [self = shared_from_this(), recompute_tokens] {
+      self->ex_->write(internal_preempted_event({recompute_tokens}));
+    });
+  }
 
  private:
   void tokens(std::vector<TokenEvent> tokens) {

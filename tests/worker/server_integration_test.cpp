@@ -77,6 +77,7 @@ struct Generated {
   std::string text;
   json finish;
   bool clean = false;  // ended with a finish event
+  std::vector<int32_t> preempted;  // recompute_tokens of each `preempted` event
 };
 
 // POST /internal/generate, collecting its events.
@@ -95,6 +96,8 @@ Generated internal_generate(uint16_t port, const json& body) {
       g.finish = d;
       g.text += d["text"].get<std::string>();
       g.clean = true;
+    } else if (ev.type == "preempted") {
+      g.preempted.push_back(d["recompute_tokens"].get<int32_t>());
     } else {
       ADD_FAILURE() << "unexpected event " << ev.type << ": " << ev.data;
     }
@@ -586,6 +589,47 @@ TEST_F(WorkerServerTest, LogprobsAndSamplingFieldsReachTheEngine) {
       http_request(port(), "POST", "/v1/completions", seeded.dump(), "X-Priority: batch\r\n");
   ASSERT_EQ(b.status, 200) << b.body;
   EXPECT_EQ(b.json()["choices"][0]["text"], a);
+}
+
+// A cache too small for the requests in flight: the engine preempts the least urgent
+// (their blocks freed, their context computed again later). Each preempted stream is
+// told so (`event: preempted`, with the context it recomputes) and still ends exactly as
+// when it ran alone.
+TEST(WorkerServerPreemption, PreemptedStreamsAreToldAndStillEqualSoloRuns) {
+  WorkerProcess w({"--model", fixture_path(kModel), "--boot-id", "preempt-boot", "--kv-blocks", "20",
+                   "--max-num-seqs", "8", "--prefill-chunk", "32"});
+  ASSERT_NE(w.port(), 0);
+  wait_ready(w.port());
+  const json golden = load_golden("qwen3-tiny");
+  std::vector<json> bodies;
+  for (int i = 0; i < 8; ++i) {
+    std::vector<int32_t> ids = golden["prompts"][i % 5]["ids"];
+    for (int k = 0; ids.size() < 48u + 6u * static_cast<size_t>(i); ++k) ids.push_back(200 + 31 * i + k);
+    bodies.push_back({{"request_id", "p" + std::to_string(i)}, {"prompt_ids", ids}, {"max_tokens", 64},
+                      {"ignore_eos", true}, {"temperature", 0}, {"priority", i % 3}});
+  }
+  std::vector<Generated> solo;
+  for (const json& b : bodies) solo.push_back(internal_generate(w.port(), b));
+  const double before = metric(w.port(), "switchyard_worker_preemptions_total");
+  std::vector<std::future<Generated>> runs;
+  for (const json& b : bodies)
+    runs.push_back(std::async(std::launch::async, [&w, b] { return internal_generate(w.port(), b); }));
+  size_t told = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Generated g = runs[i].get();
+    EXPECT_TRUE(g.clean) << i;
+    EXPECT_EQ(g.ids, solo[i].ids) << "request " << i;
+    EXPECT_EQ(g.text, solo[i].text) << "request " << i;
+    EXPECT_TRUE(solo[i].preempted.empty()) << i;
+    for (int32_t n : g.preempted) {
+      EXPECT_GE(n, static_cast<int32_t>(bodies[i]["prompt_ids"].size())) << i;
+      EXPECT_LE(n, static_cast<int32_t>(bodies[i]["prompt_ids"].size()) + 64) << i;
+    }
+    told += g.preempted.size();
+  }
+  const double preemptions = metric(w.port(), "switchyard_worker_preemptions_total") - before;
+  EXPECT_GT(preemptions, 0) << "the cache (20 blocks) holds three of the eight requests";
+  EXPECT_EQ(static_cast<double>(told), preemptions);
 }
 
 TEST(WorkerServerShutdown, SigtermEndsStreamsInFlightWithAnErrorAndExitsCleanly) {

@@ -163,9 +163,10 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
   ReplicaSlot slot(shared_from_this(), i, fleet_->generation(), rr.prompt_tokens - cached, states[i].pending_prefill_tokens,
                    rr.session_key);
   // What its prefill should take there: its uncached tokens and those queued ahead, at the
-  // replica's own fitted cost (none until it has one).
+  // median fitted cost per token (none until some replica has one). Not the replica's
+  // own: a hedge is for a replica slower than the others, which its own fit would excuse.
   const double expected_prefill_s =
-      fleet_->load(i).cost_samples > 0 ? static_cast<double>(states[i].pending_prefill_tokens + rr.prompt_tokens - cached) * states[i].prefill_s_per_token : 0;
+      static_cast<double>(states[i].pending_prefill_tokens + rr.prompt_tokens - cached) * fleet_->median_prefill_s_per_token();
   r->dispatch(std::move(slot), fleet_->info(i), timeouts_for(r->priority_class(), expected_prefill_s), hedge);
   return true;
 }

@@ -66,6 +66,9 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
   std::vector<policy::ReplicaState> states(std::span<const uint64_t> prefix_hashes, bool with_room) const;
   // Usable for new work: ready and not ejected.
   bool usable(size_t i) const;
+  // The median fitted prefill cost per token of the usable replicas that have measured
+  // one (seconds); 0 when none has.
+  double median_prefill_s_per_token() const;
   bool any_with_room() const;
   bool any_alive() const;  // ready, starting or restarting: worth queueing for
   bool ejected(size_t i) const { return loads_[i].ejected(clock_->now_s()); }

@@ -127,6 +127,31 @@ TEST(LearnedLimits, HedgeDelayAndStallFollowRecentLatencies) {
   EXPECT_DOUBLE_EQ(core.timeouts_for(PriorityClass::kStandard).hedge_delay, 0.05) << "clamped to the lower bound";
 }
 
+// The hedge waits the usual delay (3 × the median attempt TTFT, 0.6 s) plus the prefill
+// the request needs where it went: its 40 uncached tokens at the median fitted cost of
+// the replicas, (1 + 10) / 2 ms a token = 0.22 s; not at the cost of the replica it went to
+// (the cheaper, 1 ms), since a hedge is for a replica slower than the others.
+TEST(LearnedLimits, AHedgeAlsoWaitsThePrefillTheRequestNeeds) {
+  Harness h;
+  Fleet& fleet = h.core->fleet();
+  for (int i = 0; i < 20; ++i) fleet.first_token(0, 1000, 1.0), fleet.first_token(1, 1000, 10.0);
+  for (int k = 0; k < 8; ++k) h.core->observe_attempt_ttft(0.2);
+  auto r = h.submit();
+  ASSERT_EQ(h.calls.size(), 1u);
+  EXPECT_EQ(Harness::replica_of(*h.calls[0], h), 0u) << "the cheaper replica";
+  h.calls[0]->headers();
+  h.advance(0.81, {&r});
+  EXPECT_EQ(h.calls.size(), 1u);
+  h.advance(0.02, {&r});
+  ASSERT_EQ(h.calls.size(), 2u) << "hedged at 0.6 + 0.22 s";
+  h.calls[1]->headers();
+  h.calls[1]->tokens(0, {7});
+  h.calls[1]->finish();
+  h.settle();
+  EXPECT_TRUE(r.client->finished);
+  h.expect_all_released();
+}
+
 ResilienceConfig silences(double first_token, double stall) {
   ResilienceConfig r;
   r.hedge = false;

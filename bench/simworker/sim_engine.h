@@ -21,6 +21,7 @@
 
 #include "common/kv_cache/kv_cache_manager.h"
 #include "common/kv_cache/kv_events.h"
+#include "bench/simworker/shared_timeline.h"
 #include "common/worker_metrics.h"
 
 namespace sy::sim {
@@ -33,6 +34,9 @@ struct SimEngineOptions {
   int32_t kv_blocks = 8192;
   bool prefix_caching = true;
   uint64_t model_fingerprint = 0;  // h_{-1} of the block hashes
+  // "": serial prefill queues in this process only; else the file of a prefill queue
+  // shared with every simulated worker given the same path (one simulated GPU).
+  std::string shared_prefill_path;
 };
 
 class SimEngine {
@@ -58,8 +62,9 @@ class SimEngine {
   // A seed for a request that brought none, and a seed for its timing jitter.
   uint64_t draw_seed();
 
-  // Serial prefill: `ms` of prefill work queued behind what earlier requests queued;
-  // returns the milliseconds from now until it is done.
+  // Serial prefill: `ms` of prefill work queued behind what earlier requests queued (on
+  // the shared queue where options().shared_prefill_path names one); returns the
+  // milliseconds from now until it is done.
   double queue_prefill(double ms);
 
  private:
@@ -87,6 +92,7 @@ class SimEngine {
   int32_t running_ = 0;
   uint64_t next_arrival_ = 0;
   std::chrono::steady_clock::time_point prefill_free_at_{};  // when the queued prefill work ends
+  std::unique_ptr<SharedTimeline> shared_prefill_;           // set: the queue is shared
   std::mt19937_64 rng_{std::random_device{}()};
 };
 

@@ -4,7 +4,10 @@
 // against policy/block_hash), eviction, cancellation and bad requests.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <set>
 #include <thread>
 
@@ -194,6 +197,25 @@ TEST(Simworker, SerialPrefillQueuesOnePromptBehindTheOther) {
   const auto first_sent = std::min(a.sent, b.sent);
   EXPECT_GE(ms(std::max(a.sent + a.token_at[0], b.sent + b.token_at[0]) - first_sent), 10 + 2 * 300.0);
   EXPECT_GE(std::min(ms(a.token_at[0]), ms(b.token_at[0])), 10 + 300.0);
+}
+
+// Two simulated workers given one --shared-prefill file are replicas on one GPU: a
+// prompt sent to each at once is prefilled one after the other, across the processes.
+TEST(Simworker, SharedPrefillQueuesAcrossProcesses) {
+  const std::string file = ::testing::TempDir() + "sy-shared-prefill-" + std::to_string(::getpid());
+  std::remove(file.c_str());
+  const std::vector<std::string> timing = {"--ttft-ms", "10", "--prefill-us-per-token", "3000", "--itl-ms", "1", "--shared-prefill", file};
+  WorkerProcess w1 = start_sim(timing), w2 = start_sim(timing);
+  Generated a, b;
+  std::thread other([&] { b = generate(w2.port(), generate_body("b", prompt_of(100, 3000), 2, 2)); });
+  a = generate(w1.port(), generate_body("a", prompt_of(100, 2000), 2, 1));
+  other.join();
+  ASSERT_TRUE(a.finished) << a.error;
+  ASSERT_TRUE(b.finished) << b.error;
+  const auto first_sent = std::min(a.sent, b.sent);
+  EXPECT_GE(ms(std::max(a.sent + a.token_at[0], b.sent + b.token_at[0]) - first_sent), 10 + 2 * 300.0);
+  EXPECT_GE(std::min(ms(a.token_at[0]), ms(b.token_at[0])), 10 + 300.0);
+  std::remove(file.c_str());
 }
 
 TEST(Simworker, KvEventsSnapshotThenStoredAndRemovedHashes) {

@@ -65,11 +65,13 @@ struct RouterOptions {
   // available replicas' median count as the median: replicas of one kind then share new
   // sessions by count, not by their fits' noise. 1: every replica its own fitted cost.
   double session_cost_tolerance = 1.0;
-  // The prefix router's predicted cost of a replica counts the prompt tokens it must
-  // compute although another available replica holds them (a session's context away from
-  // its home, say) this many times: once for this request's own wait and, above 1, for
-  // the requests queued behind that recomputation there. 1: this request's wait alone.
-  double recompute_weight = 1.0;
+  // For a known session's later turn, the prefix router's predicted cost of a replica
+  // counts the prompt tokens it must compute although another available replica holds
+  // them (the session's context away from its home) this many times: once for the turn's
+  // own wait and the rest for the work queued behind that recomputation (on replicas
+  // sharing a GPU, every replica's). 1: the turn's own wait alone. Requests without a
+  // session always weigh it once.
+  double recompute_weight = 100.0;
 };
 
 // "prefix" (default), "approximate" (the prefix router; the caller fills matched_blocks

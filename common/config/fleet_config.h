@@ -79,7 +79,7 @@ struct RoutingConfig {
   size_t approx_index_capacity = 100000;
   bool session_rebalance = false;  // policy::RouterOptions::session_rebalance
   double session_cost_tolerance = 1.0;  // policy::RouterOptions::session_cost_tolerance
-  double recompute_weight = 1.0;        // policy::RouterOptions::recompute_weight
+  double recompute_weight = 100.0;      // policy::RouterOptions::recompute_weight
 };
 
 // Hiding faults from clients (gateway/proxy_request.cpp): hedging before the first

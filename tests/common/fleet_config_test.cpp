@@ -60,7 +60,7 @@ modes:
   EXPECT_TRUE(FleetConfig::parse("model: m\nmodes: {throughput: {replicas: 1}}\nrouting: {session_rebalance: true}\n", "t")
                   .routing.session_rebalance);
   EXPECT_EQ(c.routing.session_cost_tolerance, 1.0);
-  EXPECT_EQ(c.routing.recompute_weight, 1.0);
+  EXPECT_EQ(c.routing.recompute_weight, 100.0);
   EXPECT_EQ(FleetConfig::parse("model: m\nmodes: {throughput: {replicas: 1}}\nrouting: {session_cost_tolerance: 1.5}\n", "t")
                 .routing.session_cost_tolerance,
             1.5);

@@ -214,25 +214,33 @@ TEST(PrefixRouter, AReplicaWithoutLiveSessionsTakesTheNextOneWhateverItsCost) {
   for (int i = 0; i < 3; ++i) EXPECT_GE(homes[i], 3) << i;
 }
 
-// A 10,000-token prompt that replica 0 holds all but 400 tokens of, behind P tokens of
-// queued prefill there, against an idle replica 1 that holds none of it (1 ms a token):
+// A session's later turn of 10,000 tokens, replica 0 holding all but 400 of them behind
+// P tokens of queued prefill, against an idle replica 1 that holds none (1 ms a token):
 // with recompute_weight 1 it moves once P passes the 9,600 tokens replica 1 would
-// recompute; with 2 only past twice that. Where no replica holds it, the weight changes
+// recompute; with 2 only past twice that; with the default (100) not at these queues.
+// Where no replica holds it, and for a request without a session, the weight changes
 // nothing.
-TEST(PrefixRouter, RecomputeWeightChargesComputingWhatAnotherReplicaHolds) {
-  auto choice = [](double weight, int64_t pending, int32_t matched) {
+TEST(PrefixRouter, RecomputeWeightChargesASessionForLeavingItsContext) {
+  auto choice = [](std::optional<double> weight, int64_t pending, int32_t matched, bool session = true) {
     SplitMixRandom rnd(5);
-    auto router = make_router("prefix", {.recompute_weight = weight}, rnd);
+    RouterOptions o;
+    if (weight) o.recompute_weight = *weight;
+    auto router = make_router("prefix", o, rnd);
+    const std::vector<ReplicaState> empty = {replica(1), replica(2)};
+    const uint64_t key = session ? 9 : 0;
+    router->choose({.affinity_key = 3, .prompt_tokens = 100, .block_size = 16, .session_key = key, .now_s = 0}, empty);
     const std::vector<ReplicaState> two = {replica(1, 1, matched, pending), replica(2)};
-    return router->choose({.affinity_key = 3, .prompt_tokens = 10000, .block_size = 16}, two);
+    return router->choose({.affinity_key = 3, .prompt_tokens = 10000, .block_size = 16, .session_key = key, .now_s = 1}, two);
   };
   EXPECT_EQ(choice(1, 9000, 600), 0u);
   EXPECT_EQ(choice(1, 12000, 600), 1u);
   EXPECT_EQ(choice(2, 12000, 600), 0u);
   EXPECT_EQ(choice(2, 19000, 600), 0u);
   EXPECT_EQ(choice(2, 20000, 600), 1u);
+  EXPECT_EQ(choice(std::nullopt, 200000, 600), 0u);
+  EXPECT_EQ(choice(std::nullopt, 12000, 600, /*session=*/false), 1u);
   EXPECT_EQ(choice(1, 500, 0), 1u);
-  EXPECT_EQ(choice(3, 500, 0), 1u);
+  EXPECT_EQ(choice(std::nullopt, 500, 0), 1u);
 }
 
 // Replica 0 adds a fixed 0.5 s to every first token and computes as fast as replica 1:

@@ -182,21 +182,31 @@ TEST(Simworker, TakesAtLeastTheTimeItIsToldAndCachesThePrefix) {
   EXPECT_LT(ms(warm.token_at[0]), ms(cold.token_at[0]));
 }
 
-// --serial-prefill: prefills run one after another, as on one GPU, so of two prompts sent
-// together one waits for the other's prefill; without it each prefill runs alone.
-TEST(Simworker, SerialPrefillQueuesOnePromptBehindTheOther) {
-  WorkerProcess w = start_sim({"--ttft-ms", "10", "--prefill-us-per-token", "3000", "--itl-ms", "1", "--serial-prefill"});
+// Sends a 100-token prompt to each port at once (300 ms of prefill each at 3 ms a token,
+// 10 ms fixed) and checks that one prefill waited for the other: the later first token
+// comes after both, counted from the earlier send (the two sends are apart by the
+// thread's start), and neither comes before its own prefill.
+void expect_prefills_in_turn(uint16_t port_a, uint16_t port_b) {
   Generated a, b;
-  std::thread other([&] { b = generate(w.port(), generate_body("b", prompt_of(100, 3000), 2, 2)); });
-  a = generate(w.port(), generate_body("a", prompt_of(100, 2000), 2, 1));
+  std::thread other([&] { b = generate(port_b, generate_body("b", prompt_of(100, 3000), 2, 2)); });
+  a = generate(port_a, generate_body("a", prompt_of(100, 2000), 2, 1));
   other.join();
   ASSERT_TRUE(a.finished) << a.error;
   ASSERT_TRUE(b.finished) << b.error;
-  // Each prefill is 300 ms; the later of the two first tokens comes after both, counted
-  // from the earlier send (the two sends are apart by the thread's start).
   const auto first_sent = std::min(a.sent, b.sent);
   EXPECT_GE(ms(std::max(a.sent + a.token_at[0], b.sent + b.token_at[0]) - first_sent), 10 + 2 * 300.0);
   EXPECT_GE(std::min(ms(a.token_at[0]), ms(b.token_at[0])), 10 + 300.0);
+}
+
+const std::vector<std::string> kSlowPrefill = {"--ttft-ms", "10", "--prefill-us-per-token", "3000", "--itl-ms", "1"};
+
+// --serial-prefill: prefills run one after another, as on one GPU, so of two prompts sent
+// together one waits for the other's prefill; without it each prefill runs alone.
+TEST(Simworker, SerialPrefillQueuesOnePromptBehindTheOther) {
+  std::vector<std::string> args = kSlowPrefill;
+  args.push_back("--serial-prefill");
+  WorkerProcess w = start_sim(args);
+  expect_prefills_in_turn(w.port(), w.port());
 }
 
 // Two simulated workers given one --shared-prefill file are replicas on one GPU: a
@@ -204,17 +214,10 @@ TEST(Simworker, SerialPrefillQueuesOnePromptBehindTheOther) {
 TEST(Simworker, SharedPrefillQueuesAcrossProcesses) {
   const std::string file = ::testing::TempDir() + "sy-shared-prefill-" + std::to_string(::getpid());
   std::remove(file.c_str());
-  const std::vector<std::string> timing = {"--ttft-ms", "10", "--prefill-us-per-token", "3000", "--itl-ms", "1", "--shared-prefill", file};
-  WorkerProcess w1 = start_sim(timing), w2 = start_sim(timing);
-  Generated a, b;
-  std::thread other([&] { b = generate(w2.port(), generate_body("b", prompt_of(100, 3000), 2, 2)); });
-  a = generate(w1.port(), generate_body("a", prompt_of(100, 2000), 2, 1));
-  other.join();
-  ASSERT_TRUE(a.finished) << a.error;
-  ASSERT_TRUE(b.finished) << b.error;
-  const auto first_sent = std::min(a.sent, b.sent);
-  EXPECT_GE(ms(std::max(a.sent + a.token_at[0], b.sent + b.token_at[0]) - first_sent), 10 + 2 * 300.0);
-  EXPECT_GE(std::min(ms(a.token_at[0]), ms(b.token_at[0])), 10 + 300.0);
+  std::vector<std::string> args = kSlowPrefill;
+  args.insert(args.end(), {"--shared-prefill", file});
+  WorkerProcess w1 = start_sim(args), w2 = start_sim(args);
+  expect_prefills_in_turn(w1.port(), w2.port());
   std::remove(file.c_str());
 }
 

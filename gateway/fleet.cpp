@@ -1,7 +1,5 @@
 #include "gateway/fleet.h"
 
-#include <algorithm>
-
 #include "common/protocol/internal_api.h"
 
 namespace sy::gateway {
@@ -160,10 +158,7 @@ double Fleet::median_prefill_s_per_token() const {
   std::vector<double> costs;
   for (size_t i = 0; i < infos_.size(); ++i)
     if (loads_[i].cost_samples > 0 && usable(i)) costs.push_back(loads_[i].prefill_s_per_token);
-  if (costs.empty()) return 0;
-  std::sort(costs.begin(), costs.end());
-  const size_t h = costs.size() / 2;
-  return costs.size() % 2 ? costs[h] : (costs[h - 1] + costs[h]) / 2;
+  return policy::median(std::move(costs));
 }
 
 bool Fleet::usable(size_t i) const { return infos_[i].phase == ReplicaPhase::kReady && !ejected(i); }

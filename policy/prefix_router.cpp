@@ -197,19 +197,14 @@ class PrefixRouter : public Router {
     std::vector<double> fitted;
     for (const ReplicaState& r : replicas)
       if (r.available) fitted.push_back(r.prefill_s_per_token);
-    double median = 0;
-    if (!fitted.empty()) {
-      std::sort(fitted.begin(), fitted.end());
-      const size_t h = fitted.size() / 2;
-      median = fitted.size() % 2 ? fitted[h] : (fitted[h - 1] + fitted[h]) / 2;
-    }
+    const double mid = median(std::move(fitted));
     const double tol = options_.session_cost_tolerance;
     Homes homes;
     for (const ReplicaState& r : replicas) {
       const auto it = by_id.find(r.id_hash);
       homes.count.push_back(it == by_id.end() ? 0 : it->second);
       const double c = r.prefill_s_per_token;
-      homes.weight.push_back(tol > 1 && c <= median * tol && c * tol >= median ? median : c);
+      homes.weight.push_back(tol > 1 && c <= mid * tol && c * tol >= mid ? mid : c);
     }
     return homes;
   }

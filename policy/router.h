@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "policy/clock.h"
 
@@ -82,5 +83,8 @@ std::unique_ptr<Router> make_router(const std::string& name, const RouterOptions
 // Rendezvous (highest-random-weight) score of a key on a replica: removing a replica
 // moves only the keys whose highest score was on it.
 uint64_t rendezvous_score(uint64_t key, uint64_t replica_id_hash);
+
+// The median of `values` (the mean of the middle two for an even count); 0 when empty.
+double median(std::vector<double> values);
 
 }  // namespace sy::policy

@@ -1,5 +1,7 @@
 // Baseline routers for comparison: round-robin over available replicas, and
-// least-loaded (fewest in-flight requests relative to capacity, random among equals).
+// least-loaded (fewest in-flight requests relative to capacity, random among equals); and
+// the helpers every policy shares: rendezvous_score and median.
+#include <algorithm>
 #include <stdexcept>
 
 #include "policy/router.h"
@@ -62,6 +64,13 @@ uint64_t rendezvous_score(uint64_t key, uint64_t replica_id_hash) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t h = values.size() / 2;
+  return values.size() % 2 ? values[h] : (values[h - 1] + values[h]) / 2;
 }
 
 std::unique_ptr<Router> make_router(const std::string& name, const RouterOptions& options, Random& random) {

@@ -19,9 +19,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench/simworker/shared_timeline.h"
 #include "common/kv_cache/kv_cache_manager.h"
 #include "common/kv_cache/kv_events.h"
-#include "bench/simworker/shared_timeline.h"
 #include "common/worker_metrics.h"
 
 namespace sy::sim {

@@ -198,6 +198,12 @@ TEST(PrefixRouter, SessionCostToleranceSharesSessionsByCountAmongLikeReplicas) {
   EXPECT_LE(slow[3], 3);
 }
 
+TEST(Median, OddEvenAndEmpty) {
+  EXPECT_EQ(median({3, 1, 2}), 2);
+  EXPECT_EQ(median({4, 1, 3, 2}), 2.5);
+  EXPECT_EQ(median({}), 0);
+}
+
 // A replica whose fitted cost is stale and ten times the others' (it got no session, so
 // it measured nothing since): weighed by that cost it would never be a home again. It
 // takes the first session while it has none, and no second among these twelve.

@@ -77,7 +77,7 @@ json load_json(const std::vector<LoadSample>& samples, double until_s = std::num
 }  // namespace
 
 std::optional<GatewayCounts> parse_gateway_counters(const std::string& text) {
-  std::optional<double> prompt, cached, hedges, hedges_won;
+  std::optional<double> prompt, cached, hedges, hedges_won, stalls, preempted;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     auto value = [&](const char* name) -> std::optional<double> {
@@ -92,9 +92,12 @@ std::optional<GatewayCounts> parse_gateway_counters(const std::string& text) {
     if (auto v = value("switchyard_gateway_oracle_cached_tokens_total")) cached = *v;
     if (auto v = value("switchyard_gateway_hedges_total")) hedges = *v;
     if (auto v = value("switchyard_gateway_hedges_won_total")) hedges_won = *v;
+    if (auto v = value("switchyard_gateway_stalls_total")) stalls = *v;
+    if (auto v = value("switchyard_gateway_preempted_total")) preempted = *v;
   }
   if (!prompt || !cached) return std::nullopt;
-  return GatewayCounts{*prompt, *cached, hedges.value_or(0), hedges_won.value_or(0)};
+  return GatewayCounts{*prompt, *cached, hedges.value_or(0), hedges_won.value_or(0), stalls.value_or(0),
+                       preempted.value_or(0)};
 }
 
 json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::string& label,
@@ -201,6 +204,8 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
        gateway ? number(ratio(gateway->cached_tokens, gateway->prompt_tokens)) : json(nullptr)},
       {"oracle_prompt_tokens", gateway ? json(gateway->prompt_tokens) : json(nullptr)},
       {"hedges", gateway ? json({{"sent", gateway->hedges}, {"won", gateway->hedges_won}}) : json(nullptr)},
+      {"stalls", gateway ? json(gateway->stalls) : json(nullptr)},
+      {"preempted", gateway ? json(gateway->preempted) : json(nullptr)},
       {"session_moves",
        {{"later_turns", followed},
         {"moved", moved_ttft.size()},
@@ -257,6 +262,8 @@ std::string agentic_summary(const json& r) {
     << num(moves["uncached_share"].is_number() ? json(100 * moves["uncached_share"].get<double>()) : json(nullptr))
     << " % of uncached prompt tokens)";
   if (r["hedges"].is_object()) o << "; hedges sent " << num(r["hedges"]["sent"], 0) << ", won " << num(r["hedges"]["won"], 0);
+  if (r["stalls"].is_number())
+    o << "; attempts failed over for silence " << num(r["stalls"], 0) << ", preempted " << num(r["preempted"], 0);
   o << "\n";
   o << "  TTFT p50/p90 ms by turn:";
   for (const json& t : r["ttft_ms_by_turn"])

@@ -18,19 +18,24 @@ namespace sy::bench {
 // oracle's (switchyard_gateway_oracle_{prompt,cached}_tokens_total) and its hedges
 // (switchyard_gateway_hedges_total, _hedges_won_total: second attempts sent before a
 // first token, and those that produced it — a won hedge serves a turn away from the
-// replica its router chose).
+// replica its router chose), the attempts it failed over for silence
+// (switchyard_gateway_stalls_total) and the workers' notices of a preempted attempt
+// (switchyard_gateway_preempted_total).
 struct GatewayCounts {
   double prompt_tokens = 0;
   double cached_tokens = 0;
   double hedges = 0;
   double hedges_won = 0;
+  double stalls = 0;
+  double preempted = 0;
   GatewayCounts operator-(const GatewayCounts& o) const {
-    return {prompt_tokens - o.prompt_tokens, cached_tokens - o.cached_tokens, hedges - o.hedges, hedges_won - o.hedges_won};
+    return {prompt_tokens - o.prompt_tokens, cached_tokens - o.cached_tokens, hedges - o.hedges,
+            hedges_won - o.hedges_won,       stalls - o.stalls,               preempted - o.preempted};
   }
 };
 
 // Reads the counters from Prometheus text; nullopt when the oracle's are not there (the
-// hedge counters count 0 when missing).
+// others count 0 when missing).
 std::optional<GatewayCounts> parse_gateway_counters(const std::string& metrics_text);
 
 nlohmann::json agentic_report(const AgenticRun& run, const AgenticSpec& spec,

@@ -81,13 +81,17 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   const auto oracle = parse_gateway_counters(
       "# HELP x\nswitchyard_gateway_oracle_prompt_tokens_total "
       "1000\nswitchyard_gateway_oracle_cached_tokens_total 750\nswitchyard_gateway_hedges_total 7\n"
-      "switchyard_gateway_hedges_won_total 3\nswitchyard_gateway_hedges_denied_total 9\n");
+      "switchyard_gateway_hedges_won_total 3\nswitchyard_gateway_hedges_denied_total 9\n"
+      "switchyard_gateway_stalls_total 2\nswitchyard_gateway_preempted_total 5\n");
   ASSERT_TRUE(oracle);
   EXPECT_EQ(oracle->prompt_tokens, 1000);
   EXPECT_EQ(oracle->cached_tokens, 750);
   EXPECT_EQ(oracle->hedges, 7);
   EXPECT_EQ(oracle->hedges_won, 3);
+  EXPECT_EQ(oracle->stalls, 2);
+  EXPECT_EQ(oracle->preempted, 5);
   EXPECT_EQ((*oracle - GatewayCounts{100, 50, 2, 1}).hedges_won, 2);
+  EXPECT_EQ((*oracle - GatewayCounts{100, 50, 2, 1, 1, 4}).preempted, 1);
   EXPECT_FALSE(parse_gateway_counters("switchyard_gateway_prompt_tokens_total 5\n"));
 
   LoadSample s;

@@ -25,9 +25,10 @@
 # HEDGE (unset; 0: resilience.hedge false, reports named POLICY-nohedge),
 # PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu and sim:
 # build), SIM_ARGS (sim: the simworker's timing flags), PREFILL_US (sim: µs per uncached
-# prompt token, 60), SHARED (sim: 1 = one prefill queue for all replicas, reports named
-# POLICY-shared), PORT (18410; the admin port is
-# PORT + 1), KEEP (/tmp/agentic-reports: every report of earlier calls on this machine is
+# prompt token, 60), TTFT_MS (sim: fixed ms of every first token, 60), SHARED (sim: 1 =
+# one prefill queue for all replicas, a simulated GPU they report sharing, reports named
+# POLICY-shared), PORT (18410; the admin
+# port is PORT + 1), KEEP (/tmp/agentic-reports: every report of earlier calls on this machine is
 # kept there too, and the SVG is drawn over all of them, newest per policy; cpu: OUT).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -81,7 +82,7 @@ PY
   kv="kv_blocks: 7168"
   queue=--serial-prefill
   [ "${SHARED:-}" = 1 ] && queue="--shared-prefill /tmp/sy-sim-prefill-${PORT:-18410}" simtag=-shared
-  extra="extra_args: [$(echo "${SIM_ARGS:-$queue --ttft-ms 60 --prefill-us-per-token ${PREFILL_US:-60} --itl-ms 25 --jitter 0.1}" | sed 's/ /, /g')]"
+  extra="extra_args: [$(echo "${SIM_ARGS:-$queue --ttft-ms ${TTFT_MS:-60} --prefill-us-per-token ${PREFILL_US:-60} --itl-ms 25 --jitter 0.1}" | sed 's/ /, /g')]"
 elif [ "$MODE" != cpu ]; then
   bash scripts/device_build.sh switchyard-worker switchyard-gateway switchyard-agentic switchyard-faultproxy > "$OUT/agentic-build.log" 2>&1 ||
     { tail -40 "$OUT/agentic-build.log"; exit 1; }

@@ -1,11 +1,31 @@
 #include "gateway/fleet.h"
 
+#include <algorithm>
+
 #include "common/protocol/internal_api.h"
 
 namespace sy::gateway {
 
 namespace {
 constexpr auto kEventsRetry = std::chrono::milliseconds(500);
+
+bool common_element(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (const auto& x : a)
+    if (std::find(b.begin(), b.end(), x) != b.end()) return true;
+  return false;
+}
+
+// Two replicas share a GPU when their workers report a common one (by uuid), or, before
+// they have reported, when they run on one host and name a common GPU (several replicas
+// per device, replicas.yaml): their prefills take turns on it. CPU replicas each run on
+// their own share of the cores.
+bool share_device(const ReplicaInfo& a, const ReplicaLoad& la, const ReplicaInfo& b, const ReplicaLoad& lb) {
+  if (common_element(la.gpu_uuids, lb.gpu_uuids)) return true;
+  if (a.host != b.host) return false;
+  for (const auto& d : a.devices)
+    if (d != "cpu" && std::find(b.devices.begin(), b.devices.end(), d) != b.devices.end()) return true;
+  return false;
+}
 }  // namespace
 
 Fleet::Fleet(boost::asio::any_io_executor core, size_t approx_capacity, std::shared_ptr<const policy::Clock> clock)
@@ -35,6 +55,7 @@ void Fleet::on_replica_change(const ReplicaInfo& r) {
   if (restarted) {
     loads_[i].consecutive_failures = 0;
     loads_[i].ejected_until_s = 0;
+    loads_[i].gpu_uuids.clear();  // until the new process reports its own
   }
   if (r.phase == ReplicaPhase::kReady && (!was_ready || restarted)) {
     exact_.forget(r.index);
@@ -145,7 +166,14 @@ std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix
     s.available = usable(i) && (!with_room || l.in_flight < r.max_num_seqs);
     s.in_flight = l.in_flight;
     s.capacity = r.max_num_seqs;
+    // The prefill a first token there waits for is all that is queued on its devices,
+    // its own and that of the replicas sharing one: on four replicas of one H200 the
+    // replica's own queue alone made a busy replica look cheap (a first token's wait for
+    // the others' prefills spread over its own larger queue), and the router gave it
+    // more sessions (busiest/least in flight 2.12 on the agentic bench).
     s.pending_prefill_tokens = l.pending_prefill_tokens;
+    for (size_t j = 0; j < infos_.size(); ++j)
+      if (j != i && share_device(r, l, infos_[j], loads_[j])) s.pending_prefill_tokens += loads_[j].pending_prefill_tokens;
     const bool mean = l.cost_samples == 0 && measured > 0;
     s.prefill_s_per_token = mean ? measured_sum / measured : l.prefill_s_per_token;
     s.first_token_latency_s = mean ? latency_sum / measured : l.first_token_latency_s;
@@ -238,6 +266,11 @@ void Fleet::set_worker_stats(size_t i, const std::string& boot_id, int64_t kv_us
   l.kv_blocks_total = kv_total;
   l.worker_running = running;
   l.worker_waiting = waiting;
+}
+
+void Fleet::set_worker_gpus(size_t i, const std::string& boot_id, std::vector<std::string> gpu_uuids) {
+  if (i >= infos_.size() || infos_[i].boot_id != boot_id) return;  // a stale answer
+  loads_[i].gpu_uuids = std::move(gpu_uuids);
 }
 
 }  // namespace sy::gateway

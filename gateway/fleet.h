@@ -41,6 +41,7 @@ struct ReplicaLoad {
   int64_t kv_blocks_total = 0;
   int64_t worker_running = 0;
   int64_t worker_waiting = 0;
+  std::vector<std::string> gpu_uuids;  // the GPUs it reports (none from a CPU worker)
   // Outlier detection: failed attempts in a row eject the replica for a while.
   int32_t consecutive_failures = 0;
   double ejected_until_s = 0;  // on the fleet's clock
@@ -62,7 +63,9 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
   uint64_t generation() const { return generation_; }  // bumps with every reset()
 
   // Router input for a prompt with these block hashes; `with_room` limits availability
-  // to replicas whose in-flight count is below their capacity.
+  // to replicas whose in-flight count is below their capacity. A replica's pending
+  // prefill counts that of the replicas sharing a GPU with it (a GPU uuid both report, or
+  // the same host and a common device id), whose prefills queue on it too.
   std::vector<policy::ReplicaState> states(std::span<const uint64_t> prefix_hashes, bool with_room) const;
   // Usable for new work: ready and not ejected.
   bool usable(size_t i) const;
@@ -78,8 +81,9 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
 
   // Bookkeeping around one request on replica i.
   void dispatched(size_t i, std::span<const uint64_t> prefix_hashes, int64_t uncached_tokens);
-  // `work_ahead_tokens`: the replica's pending prefill tokens when the request was sent;
-  // the prefill cost per token is measured over them and the request's own.
+  // `work_ahead_tokens`: the pending prefill tokens the router saw for the replica when
+  // the request was sent (on its devices: see states()); the prefill cost per token is
+  // measured over them and the request's own.
   void first_token(size_t i, int64_t uncached_tokens, double ttft_s, int64_t work_ahead_tokens = 0);
   // Gives a dispatch's slot back: only GatewayCore::give_back, for a ReplicaSlot.
   void finished(size_t i, bool got_first_token, int64_t uncached_tokens, int32_t prompt_tokens, int32_t cached_tokens);
@@ -88,6 +92,9 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
   void attempt_succeeded(size_t i);
 
   void set_worker_stats(size_t i, const std::string& boot_id, int64_t kv_used, int64_t kv_total, int64_t running, int64_t waiting);
+  // The uuids of the GPUs replica i's worker (boot `boot_id`) reports: replicas reporting
+  // a common one share it, whatever their hosts and device ids say.
+  void set_worker_gpus(size_t i, const std::string& boot_id, std::vector<std::string> gpu_uuids);
 
   const ReplicaInfo& info(size_t i) const { return infos_[i]; }
   const ReplicaLoad& load(size_t i) const { return loads_[i]; }

@@ -329,7 +329,8 @@ void Gateway::on_replica_change(const ReplicaInfo& r) {
   core_->dispatch();
 }
 
-// Each worker's /metrics gives the dashboard its KV use, queue lengths and GPUs.
+// Each worker's /metrics gives the dashboard its KV use, queue lengths and GPUs, and the
+// router which replicas share a GPU.
 void Gateway::poll_worker_metrics() {
   const Fleet& fleet = core_->fleet();
   for (size_t i = 0; i < fleet.size(); ++i) {
@@ -346,6 +347,9 @@ void Gateway::poll_worker_metrics() {
       if (status != 200) return;
       WorkerScrape w = parse_worker_metrics(body);
       core_->fleet().set_worker_stats(i, boot, w.kv_blocks_used, w.kv_blocks_total, w.requests_running, w.requests_waiting);
+      std::vector<std::string> uuids;
+      for (const GpuSample& g : w.gpus) uuids.push_back(g.uuid);
+      core_->fleet().set_worker_gpus(i, boot, std::move(uuids));
       if (i < core_->fleet().size() && core_->fleet().info(i).boot_id == boot) gpu_table_.update(id, std::move(w.gpus), core_->clock()->now_s());
     });
   }

@@ -20,7 +20,8 @@ struct ReplicaState {
   bool available = false;      // ready, not draining, not ejected
   int32_t in_flight = 0;       // requests sent to it and not finished
   int32_t capacity = 1;        // concurrent requests it accepts (its max_num_seqs)
-  int64_t pending_prefill_tokens = 0;  // uncached prompt tokens sent and not yet prefilled
+  int64_t pending_prefill_tokens = 0;  // uncached prompt tokens sent and not yet prefilled,
+                                       // to it and to replicas sharing a device with it
   double prefill_s_per_token = 1e-3;   // measured cost of one uncached prompt token
   double first_token_latency_s = 0;    // measured fixed part of its time to first token
   int32_t matched_blocks = 0;  // leading blocks of this prompt it holds

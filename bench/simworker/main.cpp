@@ -9,6 +9,9 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
+#include <functional>
+#include <string>
 
 #include "bench/simworker/sim_engine.h"
 #include "bench/simworker/sim_server.h"
@@ -35,7 +38,9 @@ const char kUsage[] =
     "M is a GGUF file or Hugging Face directory: only its tokenizer and metadata are read.\n"
     "Without --kv-blocks the cache holds 8192 blocks (--kv-memory-gb is accepted, not used).\n"
     "--serial-prefill: prefills run one after another; --shared-prefill FILE: one after\n"
-    "another across every simworker given FILE (replicas sharing one simulated GPU).\n"
+    "another across every simworker given FILE (replicas sharing one simulated GPU, which\n"
+    "each reports as switchyard_gpu_info with a uuid made from FILE, so that the gateway\n"
+    "sees them share it).\n"
     "--gpu-bus-ids: report these GPUs' switchyard_gpu_* series on /metrics, read through the\n"
     "NVML library at --nvml (default libnvidia-ml.so.1; tests pass a test double).\n";
 
@@ -95,6 +100,15 @@ int run(const std::vector<std::string>& argv) {
       at = comma + 1;
     }
     std::fprintf(stderr, "%s\n", start_gpu_metrics(api.metrics(), gpus, a.get_or("nvml", NvmlLibrary::kDefaultPath)).c_str());
+  } else if (!eo.shared_prefill_path.empty()) {
+    // The simulated GPU the shared queue stands for, named like a real one's info series.
+    const auto id = std::hash<std::string>{}(std::filesystem::absolute(eo.shared_prefill_path).lexically_normal().string());
+    char uuid[40];
+    std::snprintf(uuid, sizeof uuid, "GPU-sim-%016llx", static_cast<unsigned long long>(id));
+    api.metrics()
+        .gauge("switchyard_gpu_info", "The worker's GPUs: 1 per GPU, identity in the labels.",
+               {{"gpu", "0"}, {"uuid", uuid}, {"name", "simulated (shared prefill queue)"}, {"pci_bus_id", ""}})
+        .set(1);
   }
   std::fprintf(stderr, "simulated %s: %zu word tokens; %d KV blocks of %d tokens; fingerprint %016llx\n",
                f.model.c_str(), tokens.size(), eo.kv_blocks, eo.block_size,

@@ -81,6 +81,41 @@ TEST(PrefillCost, AFixedLatencyIsFittedApartFromThePerTokenCost) {
   EXPECT_NEAR(states[1].prefill_s_per_token, 1e-4, 1e-9);
 }
 
+// Replicas sharing a GPU queue their prefills on it: the router sees, for each, the
+// pending prefill of every replica on one of its devices of the same host. A tp group
+// shares with a replica on either of its GPUs; another host's "0" and CPU replicas do
+// not, unless their workers report a common GPU uuid (and then whatever the config says).
+TEST(PrefillCost, ReplicasSharingAGpuSeeItsWholeQueue) {
+  Harness h({.replicas = 6, .capacity = 4, .resilience = {}});
+  Fleet& fleet = h.core->fleet();
+  const std::vector<std::vector<std::string>> devices = {{"0"}, {"0"}, {"1"}, {"1", "2"}, {"cpu"}, {"cpu"}};
+  for (size_t i = 0; i < devices.size(); ++i) {
+    ReplicaInfo r = fleet.info(i);
+    r.devices = devices[i];
+    fleet.on_replica_change(r);
+  }
+  ReplicaInfo remote = fleet.info(1);
+  for (size_t i = 0; i < devices.size(); ++i) fleet.dispatched(i, {}, 1000 * static_cast<int64_t>(i + 1));
+  auto pending = [&] {
+    std::vector<int64_t> out;
+    for (const auto& s : fleet.states({}, false)) out.push_back(s.pending_prefill_tokens);
+    return out;
+  };
+  EXPECT_EQ(pending(), (std::vector<int64_t>{3000, 3000, 7000, 7000, 5000, 6000}));
+  remote.host = "10.0.0.2";
+  fleet.on_replica_change(remote);
+  EXPECT_EQ(pending(), (std::vector<int64_t>{1000, 2000, 7000, 7000, 5000, 6000}));
+  fleet.first_token(3, 4000, 0.5, 3000);  // replica 3's prefill is done: GPU 1 holds replica 2's
+  EXPECT_EQ(pending(), (std::vector<int64_t>{1000, 2000, 3000, 3000, 5000, 6000}));
+  fleet.set_worker_gpus(1, "boot1", {"GPU-x"});
+  fleet.set_worker_gpus(4, "boot4", {"GPU-y", "GPU-x"});
+  fleet.set_worker_gpus(5, "an old boot", {"GPU-x"});  // a stale answer
+  EXPECT_EQ(pending(), (std::vector<int64_t>{1000, 7000, 3000, 3000, 7000, 6000}));
+  remote.boot_id = "a new process";  // its report is gone with the old one
+  fleet.on_replica_change(remote);
+  EXPECT_EQ(pending(), (std::vector<int64_t>{1000, 2000, 3000, 3000, 5000, 6000}));
+}
+
 // A batch request queued at the start and a standard one `waited` seconds later: is the
 // batch one sent first when the only slot frees? It climbs a class per queues.aging_s
 // (10 s by default) on the core's clock, keeping its arrival time within its new class.

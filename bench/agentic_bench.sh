@@ -27,9 +27,9 @@
 # build), SIM_ARGS (sim: the simworker's timing flags), PREFILL_US (sim: µs per uncached
 # prompt token, 60), TTFT_MS (sim: fixed ms of every first token, 60), SHARED (sim: 1 =
 # one prefill queue for all replicas, a simulated GPU they report sharing, reports named
-# POLICY-shared), PORT (18410; the admin
-# port is PORT + 1), KEEP (/tmp/agentic-reports: every report of earlier calls on this machine is
-# kept there too, and the SVG is drawn over all of them, newest per policy; cpu: OUT).
+# POLICY-shared), PORT (18410; the admin port is PORT + 1), KEEP (/tmp/agentic-reports:
+# every report of earlier calls on this machine is kept there too, and the SVG is drawn
+# over all of them, newest per policy; cpu: OUT).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MODE=${MODE:-gpu}

@@ -15,10 +15,10 @@ bool common_element(const std::vector<std::string>& a, const std::vector<std::st
   return false;
 }
 
-// Two replicas share a GPU when their workers report a common one (by uuid), or, before
-// they have reported, when they run on one host and name a common GPU (several replicas
-// per device, replicas.yaml): their prefills take turns on it. CPU replicas each run on
-// their own share of the cores.
+// Two replicas share a GPU when their workers report a common one (by uuid), or when
+// they run on one host and their config names a common GPU (several replicas per device,
+// replicas.yaml; this holds before any report): their prefills take turns on it. CPU
+// replicas each run on their own share of the cores.
 bool share_device(const ReplicaInfo& a, const ReplicaLoad& la, const ReplicaInfo& b, const ReplicaLoad& lb) {
   if (common_element(la.gpu_uuids, lb.gpu_uuids)) return true;
   if (a.host != b.host) return false;
@@ -166,11 +166,11 @@ std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix
     s.available = usable(i) && (!with_room || l.in_flight < r.max_num_seqs);
     s.in_flight = l.in_flight;
     s.capacity = r.max_num_seqs;
-    // The prefill a first token there waits for is all that is queued on its devices,
-    // its own and that of the replicas sharing one: on four replicas of one H200 the
-    // replica's own queue alone made a busy replica look cheap (a first token's wait for
-    // the others' prefills spread over its own larger queue), and the router gave it
-    // more sessions (busiest/least in flight 2.12 on the agentic bench).
+    // The prefill a first token there waits for is all that is queued on its GPU, its
+    // own and that of the replicas sharing it. Counting its own queue alone, four
+    // replicas of one H200 fitted 1.6-2.6× apart and the busiest had the lowest cost,
+    // likely because a first token's wait for the others' prefills was spread over its
+    // own queue; the router then gave it more sessions (agentic bench, busiest/least 2.12).
     s.pending_prefill_tokens = l.pending_prefill_tokens;
     for (size_t j = 0; j < infos_.size(); ++j)
       if (j != i && share_device(r, l, infos_[j], loads_[j])) s.pending_prefill_tokens += loads_[j].pending_prefill_tokens;

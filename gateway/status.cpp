@@ -83,6 +83,7 @@ nlohmann::json Gateway::status_json() const {
                         {"hit_rate", l.prompt_tokens_total > 0 ? static_cast<double>(l.cached_tokens_total) / static_cast<double>(l.prompt_tokens_total) : 0.0},
                         {"prefill_s_per_token", l.prefill_s_per_token},
                         {"first_token_latency_s", l.first_token_latency_s},
+                        {"prefill_cost_samples", l.cost_samples},
                         {"kv_events_connected", l.events_connected},
                         {"ejected", fleet.ejected(i)},
                         {"ejections", l.ejections_total}});

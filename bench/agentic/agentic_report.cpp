@@ -32,14 +32,16 @@ double ratio(double a, double b) {
 // Load over the samples taken until `until_s` from the run's start.
 json load_json(const std::vector<LoadSample>& samples, double until_s = std::numeric_limits<double>::infinity()) {
   std::vector<double> sum, cost_sum;
-  std::vector<int64_t> n;
+  std::vector<int64_t> n, cost_n;
   double max_sum = 0, min_sum = 0;
   int64_t used = 0;
   for (const LoadSample& s : samples) {
     if (s.in_flight.empty() || s.at_s > until_s) continue;
     ++used;
-    if (cost_sum.size() < s.prefill_s_per_token.size()) cost_sum.resize(s.prefill_s_per_token.size());
-    for (size_t i = 0; i < s.prefill_s_per_token.size(); ++i) cost_sum[i] += s.prefill_s_per_token[i];
+    if (cost_sum.size() < s.prefill_s_per_token.size())
+      cost_sum.resize(s.prefill_s_per_token.size()), cost_n.resize(s.prefill_s_per_token.size());
+    for (size_t i = 0; i < s.prefill_s_per_token.size(); ++i)
+      if (!std::isnan(s.prefill_s_per_token[i])) cost_sum[i] += s.prefill_s_per_token[i], ++cost_n[i];
     max_sum += static_cast<double>(*std::max_element(s.in_flight.begin(), s.in_flight.end()));
     min_sum += static_cast<double>(*std::min_element(s.in_flight.begin(), s.in_flight.end()));
     if (sum.size() < s.in_flight.size())
@@ -55,10 +57,19 @@ json load_json(const std::vector<LoadSample>& samples, double until_s = std::num
   const double least =
       per_replica.empty() ? 0 : *std::min_element(per_replica.begin(), per_replica.end());
   const double u = std::max<double>(1, static_cast<double>(used));
-  std::vector<double> cost;
-  for (const double c : cost_sum) cost.push_back(c / u);
-  const double cost_max = cost.empty() ? 0 : *std::max_element(cost.begin(), cost.end());
-  const double cost_min = cost.empty() ? 0 : *std::min_element(cost.begin(), cost.end());
+  // Over the samples where the replica had measured itself (null where it never had).
+  json cost = json::array();
+  double cost_max = 0, cost_min = std::numeric_limits<double>::quiet_NaN();
+  for (size_t i = 0; i < cost_sum.size(); ++i) {
+    if (cost_n[i] == 0) {
+      cost.push_back(nullptr);
+      continue;
+    }
+    const double c = cost_sum[i] / static_cast<double>(cost_n[i]);
+    cost.push_back(c);
+    cost_max = std::max(cost_max, c);
+    cost_min = std::isnan(cost_min) ? c : std::min(cost_min, c);
+  }
   return {{"samples", used},
           {"mean_in_flight_per_replica", per_replica},
           // The router's fitted prefill cost per replica, averaged over the samples, and the
@@ -253,7 +264,8 @@ std::string agentic_summary(const json& r) {
     << num(r["load"]["sample_least_mean"], 2) << "; while sessions arrive "
     << num(r["load_while_arriving"]["busiest_over_least_mean"], 2) << ")\n";
   o << "  fitted prefill cost ms/1K tokens per replica:";
-  for (const json& c : r["load"]["mean_prefill_s_per_token_per_replica"]) o << " " << num(json(1e6 * c.get<double>()), 1);
+  for (const json& c : r["load"]["mean_prefill_s_per_token_per_replica"])
+    o << " " << num(c.is_number() ? json(1e6 * c.get<double>()) : json(nullptr), 1);
   o << " (max/min " << num(r["load"]["prefill_cost_max_over_min"], 2) << ")\n";
   const json& moves = r["session_moves"];
   o << "  later turns on another replica than the session's previous turn: " << moves["moved"] << " of "

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
+#include <limits>
 #include <memory>
 #include <thread>
 
@@ -120,7 +121,9 @@ bool parse_load_sample(const std::string& status_json, LoadSample& out) {
     if (!r.is_object() || r.value("state", "") != "ready") continue;
     const json load = r.value("load", json::object());
     out.in_flight.push_back(load.value("in_flight", int64_t{0}));
-    out.prefill_s_per_token.push_back(r.value("prefill_s_per_token", 0.0));
+    out.prefill_s_per_token.push_back(r.value("prefill_cost_samples", int64_t{1}) > 0
+                                          ? r.value("prefill_s_per_token", 0.0)
+                                          : std::numeric_limits<double>::quiet_NaN());
   }
   return true;
 }

@@ -26,7 +26,8 @@ struct LoadSample {
   double at_s = 0;  // from the run's start
   std::vector<int64_t> in_flight;
   // Each ready replica's fitted prefill cost (s per uncached token) that the router
-  // weighs new sessions' homes by (/admin/status; its default until a first sample).
+  // weighs new sessions' homes by (/admin/status); NaN until its first sample
+  // (prefill_cost_samples 0: /admin/status shows the default, the router the others' mean).
   std::vector<double> prefill_s_per_token;
 };
 

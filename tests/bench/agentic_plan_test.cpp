@@ -3,6 +3,7 @@
 // /admin/status samples parse; the report counts what it is given.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "bench/agentic/agentic_report.h"
@@ -102,6 +103,14 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   EXPECT_EQ(s.in_flight, (std::vector<int64_t>{3, 1}));
   EXPECT_EQ(s.prefill_s_per_token, (std::vector<double>{2e-4, 1e-4}));
   EXPECT_FALSE(parse_load_sample("not json", s));
+  // A replica that has measured nothing shows its default: not a fit, not averaged.
+  LoadSample unmeasured;
+  ASSERT_TRUE(parse_load_sample(
+      R"({"replicas":[{"state":"ready","load":{"in_flight":3},"prefill_s_per_token":2e-4,"prefill_cost_samples":4},)"
+      R"({"state":"ready","load":{"in_flight":1},"prefill_s_per_token":1e-3,"prefill_cost_samples":0}]})",
+      unmeasured));
+  EXPECT_EQ(unmeasured.prefill_s_per_token[0], 2e-4);
+  EXPECT_TRUE(std::isnan(unmeasured.prefill_s_per_token[1]));
 
   AgenticRun run;
   run.start = Clock::now();
@@ -110,7 +119,7 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   late.at_s = 20;
   late.in_flight = {4, 0};
   late.prefill_s_per_token = {5e-4, 1e-4};
-  run.load = {s, s, late};
+  run.load = {s, unmeasured, late};
   for (int turn = 0; turn < 3; ++turn) {
     TurnResult t;
     t.turn = turn;
@@ -156,6 +165,7 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   EXPECT_DOUBLE_EQ(report["load_while_arriving"]["busiest_over_least_mean"].get<double>(), 3.0);
   // Fitted costs (2, 2, 5) and (1, 1, 1) × 1e-4 over the three samples: 3 / 1.
   EXPECT_NEAR(report["load"]["mean_prefill_s_per_token_per_replica"][0].get<double>(), 3e-4, 1e-12);
+  EXPECT_NEAR(report["load"]["mean_prefill_s_per_token_per_replica"][1].get<double>(), 1e-4, 1e-12);  // 2 samples
   EXPECT_NEAR(report["load"]["prefill_cost_max_over_min"].get<double>(), 3.0, 1e-9);
   EXPECT_NEAR(report["load_while_arriving"]["prefill_cost_max_over_min"].get<double>(), 2.0, 1e-9);
   EXPECT_NE(agentic_summary(report).find("fitted prefill cost ms/1K tokens per replica: 300.0 100.0 (max/min 3.00)"), std::string::npos)

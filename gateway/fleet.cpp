@@ -167,10 +167,9 @@ std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix
     s.in_flight = l.in_flight;
     s.capacity = r.max_num_seqs;
     // The prefill a first token there waits for is all that is queued on its GPU, its
-    // own and that of the replicas sharing it. Counting its own queue alone, four
-    // replicas of one H200 fitted 1.6-2.6× apart and the busiest had the lowest cost,
-    // likely because a first token's wait for the others' prefills was spread over its
-    // own queue; the router then gave it more sessions (agentic bench, busiest/least 2.12).
+    // own and that of the replicas sharing it: its own queue alone under-predicts its
+    // wait, and its fitted cost (measured over this work ahead) reads the others'
+    // prefills as its own slowness.
     s.pending_prefill_tokens = l.pending_prefill_tokens;
     for (size_t j = 0; j < infos_.size(); ++j)
       if (j != i && share_device(r, l, infos_[j], loads_[j])) s.pending_prefill_tokens += loads_[j].pending_prefill_tokens;

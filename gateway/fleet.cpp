@@ -20,11 +20,8 @@ bool common_element(const std::vector<std::string>& a, const std::vector<std::st
 // replicas.yaml; this holds before any report): their prefills take turns on it. CPU
 // replicas each run on their own share of the cores.
 bool share_device(const ReplicaInfo& a, const ReplicaLoad& la, const ReplicaInfo& b, const ReplicaLoad& lb) {
-  if (common_element(la.gpu_uuids, lb.gpu_uuids)) return true;
-  if (a.host != b.host) return false;
-  for (const auto& d : a.devices)
-    if (d != "cpu" && std::find(b.devices.begin(), b.devices.end(), d) != b.devices.end()) return true;
-  return false;
+  const bool cpu = a.devices == std::vector<std::string>{"cpu"};
+  return common_element(la.gpu_uuids, lb.gpu_uuids) || (a.host == b.host && !cpu && common_element(a.devices, b.devices));
 }
 }  // namespace
 

@@ -101,14 +101,11 @@ int run(const std::vector<std::string>& argv) {
     }
     std::fprintf(stderr, "%s\n", start_gpu_metrics(api.metrics(), gpus, a.get_or("nvml", NvmlLibrary::kDefaultPath)).c_str());
   } else if (!eo.shared_prefill_path.empty()) {
-    // The simulated GPU the shared queue stands for, named like a real one's info series.
+    // The simulated GPU the shared queue stands for, reported as a real one is.
     const auto id = std::hash<std::string>{}(std::filesystem::absolute(eo.shared_prefill_path).lexically_normal().string());
     char uuid[40];
     std::snprintf(uuid, sizeof uuid, "GPU-sim-%016llx", static_cast<unsigned long long>(id));
-    api.metrics()
-        .gauge("switchyard_gpu_info", "The worker's GPUs: 1 per GPU, identity in the labels.",
-               {{"gpu", "0"}, {"uuid", uuid}, {"name", "simulated (shared prefill queue)"}, {"pci_bus_id", ""}})
-        .set(1);
+    register_gpu_info(api.metrics(), {.ordinal = 0, .pci_bus_id = "", .uuid = uuid, .name = "simulated (shared prefill queue)"});
   }
   std::fprintf(stderr, "simulated %s: %zu word tokens; %d KV blocks of %d tokens; fingerprint %016llx\n",
                f.model.c_str(), tokens.size(), eo.kv_blocks, eo.block_size,

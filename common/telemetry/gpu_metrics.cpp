@@ -42,16 +42,16 @@ std::string describe(const GpuIdentity& g, const GpuReading& r) {
 
 }  // namespace
 
+void register_gpu_info(MetricsRegistry& registry, const GpuIdentity& gpu) {
+  registry
+      .gauge("switchyard_gpu_info", "The worker's GPUs: 1 per GPU, identity in the labels.",
+             {{"gpu", std::to_string(gpu.ordinal)}, {"uuid", gpu.uuid}, {"name", gpu.name}, {"pci_bus_id", gpu.pci_bus_id}})
+      .set(1);
+}
+
 void register_gpu_metrics(MetricsRegistry& registry, std::shared_ptr<GpuTelemetry> telemetry) {
   const std::vector<GpuIdentity>& gpus = telemetry->gpus();
-  for (size_t i = 0; i < gpus.size(); ++i)
-    registry
-        .gauge("switchyard_gpu_info", "The worker's GPUs: 1 per GPU, identity in the labels.",
-               {{"gpu", std::to_string(gpus[i].ordinal)},
-                {"uuid", gpus[i].uuid},
-                {"name", gpus[i].name},
-                {"pci_bus_id", gpus[i].pci_bus_id}})
-        .set(1);
+  for (const GpuIdentity& g : gpus) register_gpu_info(registry, g);
   for (const Family& f : kFamilies) {
     for (size_t i = 0; i < gpus.size(); ++i) {
       if (std::isnan(telemetry->reading(i).*f.field)) continue;  // not on this GPU

@@ -23,6 +23,11 @@ namespace sy {
 
 void register_gpu_metrics(MetricsRegistry& registry, std::shared_ptr<GpuTelemetry> telemetry);
 
+// switchyard_gpu_info{gpu, uuid, name, pci_bus_id} 1 for one GPU: what the gateway keys a
+// GPU by (two workers reporting one uuid share it). register_gpu_metrics calls it per GPU;
+// the simulated worker, for the GPU its shared prefill queue stands for.
+void register_gpu_info(MetricsRegistry& registry, const GpuIdentity& gpu);
+
 // Opens NVML at `nvml_path`, watches `devices` and registers their series. Returns the
 // line to log: each GPU watched with a first reading, or why there is no GPU telemetry
 // (then `registry` gets no switchyard_gpu_* series). Empty, and NVML left unopened, when

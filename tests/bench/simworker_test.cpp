@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "common/model_identity.h"
@@ -202,15 +203,26 @@ const std::vector<std::string> kSlowPrefill = {"--ttft-ms", "10", "--prefill-us-
 
 // --serial-prefill: prefills run one after another, as on one GPU, so of two prompts sent
 // together one waits for the other's prefill; without it each prefill runs alone.
+// The uuid label of the worker's switchyard_gpu_info line on /metrics; empty without one.
+std::string reported_gpu_uuid(uint16_t port) {
+  const std::string body = testing::http_request(port, "GET", "/metrics").body;
+  const size_t info = body.find("\nswitchyard_gpu_info{");
+  if (info == std::string::npos) return "";
+  const size_t at = body.find("uuid=\"", info), end = body.find('"', at + 6);
+  return at == std::string::npos || end == std::string::npos ? "" : body.substr(at + 6, end - at - 6);
+}
+
 TEST(Simworker, SerialPrefillQueuesOnePromptBehindTheOther) {
   std::vector<std::string> args = kSlowPrefill;
   args.push_back("--serial-prefill");
   WorkerProcess w = start_sim(args);
   expect_prefills_in_turn(w.port(), w.port());
+  EXPECT_EQ(reported_gpu_uuid(w.port()), "") << "a queue of its own is no shared GPU";
 }
 
 // Two simulated workers given one --shared-prefill file are replicas on one GPU: a
-// prompt sent to each at once is prefilled one after the other, across the processes.
+// prompt sent to each at once is prefilled one after the other, across the processes,
+// and both report that GPU by one uuid, as two workers on a real one do.
 TEST(Simworker, SharedPrefillQueuesAcrossProcesses) {
   const std::string file = ::testing::TempDir() + "sy-shared-prefill-" + std::to_string(::getpid());
   std::remove(file.c_str());
@@ -218,6 +230,9 @@ TEST(Simworker, SharedPrefillQueuesAcrossProcesses) {
   args.insert(args.end(), {"--shared-prefill", file});
   WorkerProcess w1 = start_sim(args), w2 = start_sim(args);
   expect_prefills_in_turn(w1.port(), w2.port());
+  const std::string uuid = reported_gpu_uuid(w1.port());
+  EXPECT_TRUE(uuid.starts_with("GPU-sim-")) << uuid;
+  EXPECT_EQ(reported_gpu_uuid(w2.port()), uuid);
   std::remove(file.c_str());
 }
 

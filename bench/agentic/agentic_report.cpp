@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "bench/agentic/replica_breakdown.h"
 #include "bench/loadgen/stats.h"
 
 namespace sy::bench {
@@ -224,6 +225,7 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
         // Their share of every prompt token the replicas had to compute.
         {"uncached_share", number(ratio(moved_uncached, uncached))}}},
       {"load", load_json(run.load)},
+      {"by_replica", replica_breakdown(run.turns, wall)},
       // While sessions still arrive: after that the fleet drains, and the last few
       // sessions, each tied to its home, leave some replicas idle before others.
       {"load_while_arriving", load_json(run.load, spec.duration_s)},
@@ -263,6 +265,7 @@ std::string agentic_summary(const json& r) {
     << " (per sample " << num(r["load"]["sample_busiest_mean"], 2) << " vs "
     << num(r["load"]["sample_least_mean"], 2) << "; while sessions arrive "
     << num(r["load_while_arriving"]["busiest_over_least_mean"], 2) << ")\n";
+  if (r.contains("by_replica")) o << replica_breakdown_summary(r["by_replica"]);
   o << "  fitted prefill cost ms/1K tokens per replica:";
   for (const json& c : r["load"]["mean_prefill_s_per_token_per_replica"])
     o << " " << num(c.is_number() ? json(1e6 * c.get<double>()) : json(nullptr), 1);

@@ -108,6 +108,15 @@ TEST(AgenticFleet, SessionsRunThroughTheGatewayAndTheReportIsSane) {
   }
   // The gateway names each turn's replica, so a session's later turns are followed.
   EXPECT_GT(report["session_moves"]["later_turns"].get<int64_t>(), 0);
+  // ... and the breakdown by replica accounts for every session and every turn.
+  int64_t sessions = 0, turns = 0;
+  for (const auto& r : report["by_replica"]["replicas"]) {
+    sessions += r["sessions_started"].get<int64_t>();
+    turns += r["turns"].get<int64_t>();
+    EXPECT_GT(r["mean_turn_s"].get<double>(), 0);
+  }
+  EXPECT_EQ(sessions, static_cast<int64_t>(plan.size()));
+  EXPECT_EQ(turns, report["ok"].get<int64_t>());
   EXPECT_GT(report["load"]["samples"].get<int64_t>(), 0);
   EXPECT_EQ(report["load"]["mean_in_flight_per_replica"].size(), static_cast<size_t>(kReplicas));
   gw.terminate();

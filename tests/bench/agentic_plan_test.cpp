@@ -157,6 +157,21 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   EXPECT_NEAR(report["session_moves"]["ttft_ms"]["p90"].get<double>(), 400.0, 1e-6);
   EXPECT_NEAR(report["session_moves"]["uncached_share"].get<double>(), 100.0 / 220.0, 1e-12);
   EXPECT_EQ(report["hedges"]["won"], 3);
+  // By replica: r0 served the session's first two turns (120 ms each in flight), r1 the
+  // third (420 ms); the wall is the first issue to the last done, 2.42 s.
+  const auto& by = report["by_replica"]["replicas"];
+  ASSERT_EQ(by.size(), 2u);
+  EXPECT_EQ(by[0]["replica"], "r0");
+  EXPECT_EQ(by[0]["sessions_started"], 1);
+  EXPECT_EQ(by[0]["turns"], 2);
+  EXPECT_EQ(by[1]["sessions_started"], 0);
+  EXPECT_NEAR(by[0]["in_flight_s"].get<double>(), 0.24, 1e-9);
+  EXPECT_NEAR(by[1]["mean_in_flight"].get<double>(), 0.42 / 2.42, 1e-9);
+  EXPECT_NEAR(by[0]["computed_tokens"].get<double>(), 120, 1e-9);
+  EXPECT_NEAR(by[1]["itl_ms_p50"].get<double>(), 10, 1e-6);
+  EXPECT_NEAR(report["by_replica"]["busiest_over_least"].get<double>(), 0.42 / 0.24, 1e-9);
+  EXPECT_NE(agentic_summary(report).find("r0 1/2/0.10/0.12/100/10.0 r1 0/1/0.17/0.42/100/10.0"), std::string::npos)
+      << agentic_summary(report);
   EXPECT_NE(agentic_summary(report).find("previous turn: 1 of 2 (TTFT ms p50 400 p90 400; 45.5 % of uncached prompt tokens); hedges sent 7, won 3"), std::string::npos)
       << agentic_summary(report);
   EXPECT_NEAR(report["per_user_output_tok_s"]["p50"].get<double>(), 100.0,

@@ -1,0 +1,77 @@
+#include "bench/agentic/replica_breakdown.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "bench/loadgen/stats.h"
+
+namespace sy::bench {
+
+using nlohmann::json;
+
+namespace {
+
+struct ReplicaTally {
+  int64_t sessions = 0, turns = 0;
+  double in_flight_s = 0, prompt_tokens = 0, computed_tokens = 0;
+  std::vector<double> itl;
+};
+
+}  // namespace
+
+json replica_breakdown(const std::vector<TurnResult>& turns, double wall_s) {
+  std::map<std::string, ReplicaTally> by_name;
+  for (const TurnResult& t : turns) {
+    const RequestRecord& r = t.record;
+    if (!r.ok() || r.replica.empty()) continue;
+    ReplicaTally& a = by_name[r.replica];
+    if (t.turn == 0) ++a.sessions;
+    ++a.turns;
+    a.in_flight_s += std::chrono::duration<double>(r.done - r.issued).count();
+    a.prompt_tokens += static_cast<double>(std::max<int64_t>(r.prompt_tokens, 0));
+    a.computed_tokens += static_cast<double>(std::max<int64_t>(r.prompt_tokens - std::max<int64_t>(r.cached_tokens, 0), 0));
+    for (double g : r.itl_s()) a.itl.push_back(g);
+  }
+  json rows = json::array();
+  double most = 0, least = std::numeric_limits<double>::infinity();
+  for (const auto& [name, a] : by_name) {
+    most = std::max(most, a.in_flight_s);
+    least = std::min(least, a.in_flight_s);
+    const double n = static_cast<double>(a.turns);
+    rows.push_back({{"replica", name},
+                    {"sessions_started", a.sessions},
+                    {"turns", a.turns},
+                    {"in_flight_s", a.in_flight_s},
+                    {"mean_in_flight", wall_s > 0 ? json(a.in_flight_s / wall_s) : json(nullptr)},
+                    {"mean_turn_s", a.in_flight_s / n},
+                    {"mean_prompt_tokens", a.prompt_tokens / n},
+                    {"computed_tokens", a.computed_tokens},
+                    {"itl_ms_p50", a.itl.empty() ? json(nullptr) : json(1e3 * percentile(a.itl, 50))}});
+  }
+  return {{"replicas", rows},
+          {"busiest_over_least", rows.size() > 1 && least > 0 ? json(most / least) : json(nullptr)}};
+}
+
+std::string replica_breakdown_summary(const json& b) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o << "  per replica, sessions started / turns / mean in flight / mean turn s / mean prompt tokens / ITL p50 ms:";
+  for (const json& r : b["replicas"]) {
+    o << " " << r["replica"].get<std::string>() << " " << r["sessions_started"] << "/" << r["turns"] << "/";
+    o.precision(2);
+    o << (r["mean_in_flight"].is_number() ? r["mean_in_flight"].get<double>() : 0.0) << "/"
+      << r["mean_turn_s"].get<double>() << "/";
+    o.precision(0);
+    o << r["mean_prompt_tokens"].get<double>() << "/";
+    o.precision(1);
+    o << (r["itl_ms_p50"].is_number() ? r["itl_ms_p50"].get<double>() : 0.0);
+  }
+  o.precision(2);
+  if (b["busiest_over_least"].is_number()) o << " (in-flight seconds busiest/least " << b["busiest_over_least"].get<double>() << ")";
+  o << "\n";
+  return o.str();
+}
+
+}  // namespace sy::bench

@@ -197,13 +197,26 @@ void GatewayCore::retry(std::shared_ptr<ProxyRequest> r, FailedAttempt failed, i
   failed.slot.release({.first_token = failed.first_token});
 }
 
-void GatewayCore::hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, int32_t attempts) {
+void GatewayCore::hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, int32_t attempts, double waited_s) {
   if (paused_ || attempts >= resilience_.max_attempts) return;
-  // A replica with room must exist before the budget pays for the hedge.
-  bool other = false;
-  const auto states = fleet_->states({}, /*with_room=*/true);
-  for (size_t i = 0; i < states.size(); ++i) other = other || (i != busy_replica && states[i].available);
-  if (!other) return;
+  // A replica with room must exist before the budget pays for the hedge, and it must
+  // promise a first token sooner than the attempt has already waited: a late attempt is
+  // as likely as not to take that long again, and a hedge predicted slower mostly adds
+  // work (an agent's late turn recomputes tens of thousands of context tokens elsewhere;
+  // on a GPU shared with the first attempt's replica, ahead of or behind its prefill).
+  const auto states = fleet_->states(r->prefix_hashes(), /*with_room=*/true);
+  const int32_t block = fleet_->size() > 0 ? fleet_->info(0).block_size : 16;
+  std::optional<double> soonest;
+  for (size_t i = 0; i < states.size(); ++i)
+    if (i != busy_replica && states[i].available) {
+      const double s = policy::predicted_first_token_s(states[i], r->prompt_tokens(), block);
+      soonest = std::min(soonest.value_or(s), s);
+    }
+  if (!soonest) return;
+  if (*soonest > waited_s) {
+    ++counters_.hedges_deferred;
+    return r->defer_hedge(*soonest);
+  }
   if (!budget_.try_spend()) {
     ++counters_.hedges_denied;
     return;

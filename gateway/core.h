@@ -60,6 +60,7 @@ struct GatewayCounters {
   int64_t hedges = 0;            // second attempts sent before a first token
   int64_t hedges_won = 0;        // ... that produced the first token
   int64_t hedges_denied = 0;     // hedges the budget refused
+  int64_t hedges_deferred = 0;   // hedges put off: no other replica predicted a sooner first token
   int64_t stalls = 0;            // attempts failed over for silence (stall or no first token)
   int64_t preempted = 0;         // workers' notices that an attempt was preempted (recomputing)
   int64_t output_tokens = 0;
@@ -113,9 +114,11 @@ class GatewayCore : public SlotReturn, public std::enable_shared_from_this<Gatew
   // has room, else through the queue); else tells r retry_refused(). Either way the
   // failed attempt's slot goes back here, after the replica's requests were counted.
   void retry(std::shared_ptr<ProxyRequest> r, FailedAttempt failed, int32_t attempts);
-  // r's attempt on `busy_replica` has no first token after the hedge delay: if the budget
-  // allows and another replica has room, sends a second attempt there.
-  void hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, int32_t attempts);
+  // r's attempt on `busy_replica` has no first token `waited_s` after it was sent (the
+  // hedge delay or later): if another replica with room predicts r's first token within
+  // waited_s and the budget allows, sends a second attempt; if none does, tells r to ask
+  // again once the attempt has waited as long as the soonest prediction.
+  void hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, int32_t attempts, double waited_s);
   void hedge_won() { ++counters_.hedges_won; }
   void stalled() { ++counters_.stalls; }
   void preempted() { ++counters_.preempted; }

@@ -231,6 +231,8 @@ void Gateway::register_counters() {
   counter("switchyard_gateway_hedges_total", "Second attempts sent before a first token", &GatewayCounters::hedges);
   counter("switchyard_gateway_hedges_won_total", "Hedges that produced the first token", &GatewayCounters::hedges_won);
   counter("switchyard_gateway_hedges_denied_total", "Hedges the budget refused", &GatewayCounters::hedges_denied);
+  counter("switchyard_gateway_hedges_deferred_total", "Hedges put off because no other replica predicted a sooner first token",
+          &GatewayCounters::hedges_deferred);
   counter("switchyard_gateway_stalls_total", "Attempts failed over for silence (stall or no first token)", &GatewayCounters::stalls);
   counter("switchyard_gateway_preempted_total", "Workers' notices that an attempt was preempted and recomputes its context", &GatewayCounters::preempted);
   counter("switchyard_gateway_prompt_tokens_total", "Prompt tokens of finished requests", &GatewayCounters::prompt_tokens);

@@ -67,6 +67,15 @@ void ProxyRequest::dispatch(ReplicaSlot slot, const ReplicaInfo& info, const Att
   boost::asio::post(client_.executor(), [self = shared_from_this(), a, timeouts] { self->on_dispatched(a, timeouts); });
 }
 
+void ProxyRequest::defer_hedge(double waited_s) {
+  boost::asio::post(client_.executor(), [self = shared_from_this(), waited_s] {
+    if (self->finished_ || self->first_token_ || self->live_.size() != 1) return;
+    self->hedge_at_ = self->live_.front()->sent_at + waited_s;
+    self->hedge_asked_ = false;
+    self->rearm_watchdog();
+  });
+}
+
 void ProxyRequest::retry_refused() {
   boost::asio::post(client_.executor(), [self = shared_from_this()] {
     if (self->finished_) return;
@@ -88,6 +97,7 @@ void ProxyRequest::on_dispatched(const AttemptPtr& a, const AttemptTimeouts& tim
   a->number = ++attempts_;
   a->sent_at = now();
   timeouts_ = timeouts;
+  if (!a->hedge) hedge_at_ = a->sent_at + timeouts.hedge_delay;
   live_.push_back(a);
   start_attempt(a);
   rearm_watchdog();
@@ -267,7 +277,7 @@ void ProxyRequest::rearm_watchdog() {
   double due = std::numeric_limits<double>::infinity();
   for (const AttemptPtr& a : live_) due = std::min(due, silence_limit(a));
   if (!first_token_ && !hedge_asked_ && live_.size() == 1 && timeouts_.hedge_delay > 0)
-    due = std::min(due, live_.front()->sent_at + timeouts_.hedge_delay);
+    due = std::min(due, hedge_at_);
   io_.watchdog->set(due, [self = shared_from_this()] { self->on_watchdog(); });
 }
 
@@ -292,9 +302,11 @@ void ProxyRequest::on_watchdog() {
                                      : ApiError::unavailable("the worker sent no first token in time", "upstream_stalled"));
     if (finished_ || live_.empty()) return;
   }
-  if (!first_token_ && !hedge_asked_ && live_.size() == 1 && timeouts_.hedge_delay > 0 && at - live_.front()->sent_at >= timeouts_.hedge_delay) {
+  if (!first_token_ && !hedge_asked_ && live_.size() == 1 && timeouts_.hedge_delay > 0 && at >= hedge_at_) {
     hedge_asked_ = true;
-    tell_core([self = shared_from_this(), i = live_.front()->replica, n = attempts_](GatewayCore& core) { core.hedge(self, i, n); });
+    tell_core([self = shared_from_this(), i = live_.front()->replica, n = attempts_, waited = at - live_.front()->sent_at](GatewayCore& core) {
+      core.hedge(self, i, n, waited);
+    });
   }
   rearm_watchdog();
 }

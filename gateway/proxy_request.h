@@ -73,6 +73,9 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   // An attempt on `slot`'s replica; `hedge`: a second attempt racing the first for the
   // first token (the winner's stream is relayed, the loser cancelled on its worker).
   void dispatch(ReplicaSlot slot, const ReplicaInfo& info, const AttemptTimeouts& timeouts, bool hedge);
+  // No replica promised a first token sooner than the attempt had waited: ask for a hedge
+  // again once it has waited `waited_s` (from when it was sent) without one.
+  void defer_hedge(double waited_s);
   // The core paid no retry for the failed attempt: the request ends with its error.
   void retry_refused();
   // The request left the queue after its client went.
@@ -143,6 +146,7 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   std::vector<AttemptPtr> live_;  // one, or two while a hedge races for the first token
   AttemptTimeouts timeouts_;      // of the latest dispatch
   bool hedge_asked_ = false;
+  double hedge_at_ = 0;  // clock seconds: when to ask for a hedge (the first attempt's sent_at + hedge delay, or deferred)
   std::vector<int32_t> generated_;
   bool first_token_ = false;  // of the whole request
   int32_t attempts_ = 0;

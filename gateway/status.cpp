@@ -106,7 +106,7 @@ nlohmann::json Gateway::status_json() const {
           {"counters", {{"requests", c.requests_total}, {"completed", c.completed}, {"failed", c.failed}, {"cancelled", c.cancelled},
                         {"rejected_queue_full", c.rejected_queue_full}, {"rejected_no_replica", c.rejected_no_replica},
                         {"retries", c.retries}, {"retries_denied", c.retries_denied}, {"failure_events", c.failure_events}, {"hedges", c.hedges},
-                        {"hedges_won", c.hedges_won}, {"hedges_denied", c.hedges_denied}, {"stalls", c.stalls}, {"preempted", c.preempted},
+                        {"hedges_won", c.hedges_won}, {"hedges_denied", c.hedges_denied}, {"hedges_deferred", c.hedges_deferred}, {"stalls", c.stalls}, {"preempted", c.preempted},
                         {"output_tokens", c.output_tokens}, {"prompt_tokens", c.prompt_tokens}, {"cached_tokens", c.cached_tokens}}},
           {"latency", {{"ttft_p50", core_->ttft().percentile(0.5)}, {"ttft_p90", core_->ttft().percentile(0.9)}, {"ttft_p99", core_->ttft().percentile(0.99)},
                        {"itl_p50", core_->itl().percentile(0.5)}, {"itl_p90", core_->itl().percentile(0.9)}, {"itl_p99", core_->itl().percentile(0.99)}}},

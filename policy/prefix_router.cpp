@@ -97,10 +97,8 @@ class PrefixRouter : public Router {
       for (size_t i = 0; i < replicas.size(); ++i) {
         const ReplicaState& r = replicas[i];
         if (!eligible(r) || (!homes.count.empty() && homes.placing(i) > min_home_load * (1 + 1e-9))) continue;
-        const int64_t cached = cached_of(r);
-        const double recomputed = static_cast<double>(most_cached - cached) * (weight - 1);
-        cost[i] = r.first_token_latency_s +
-                  (static_cast<double>(r.pending_prefill_tokens + req.prompt_tokens - cached) + recomputed) * r.prefill_s_per_token;
+        const double recomputed = static_cast<double>(most_cached - cached_of(r)) * (weight - 1);
+        cost[i] = predicted_first_token_s(r, req.prompt_tokens, req.block_size) + recomputed * r.prefill_s_per_token;
         min_cost = std::min(min_cost, cost[i]);
       }
       std::optional<size_t> best;

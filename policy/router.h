@@ -85,6 +85,11 @@ std::unique_ptr<Router> make_router(const std::string& name, const RouterOptions
 // moves only the keys whose highest score was on it.
 uint64_t rendezvous_score(uint64_t key, uint64_t replica_id_hash);
 
+// When replica r would give a prompt of `prompt_tokens` its first token, from now: its
+// fixed latency plus its fitted cost of the prefill queued ahead (its GPU's) and of the
+// prompt tokens it does not hold (seconds).
+double predicted_first_token_s(const ReplicaState& r, int32_t prompt_tokens, int32_t block_size);
+
 // The median of `values` (the mean of the middle two for an even count); 0 when empty.
 double median(std::vector<double> values);
 

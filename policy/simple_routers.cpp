@@ -66,6 +66,11 @@ uint64_t rendezvous_score(uint64_t key, uint64_t replica_id_hash) {
   return z ^ (z >> 31);
 }
 
+double predicted_first_token_s(const ReplicaState& r, int32_t prompt_tokens, int32_t block_size) {
+  const int64_t cached = std::min<int64_t>(static_cast<int64_t>(r.matched_blocks) * block_size, prompt_tokens);
+  return r.first_token_latency_s + static_cast<double>(r.pending_prefill_tokens + prompt_tokens - cached) * r.prefill_s_per_token;
+}
+
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());

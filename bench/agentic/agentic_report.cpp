@@ -89,7 +89,7 @@ json load_json(const std::vector<LoadSample>& samples, double until_s = std::num
 }  // namespace
 
 std::optional<GatewayCounts> parse_gateway_counters(const std::string& text) {
-  std::optional<double> prompt, cached, hedges, hedges_won, stalls, preempted;
+  std::optional<double> prompt, cached, hedges, hedges_won, stalls, preempted, deferred;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     auto value = [&](const char* name) -> std::optional<double> {
@@ -106,10 +106,11 @@ std::optional<GatewayCounts> parse_gateway_counters(const std::string& text) {
     if (auto v = value("switchyard_gateway_hedges_won_total")) hedges_won = *v;
     if (auto v = value("switchyard_gateway_stalls_total")) stalls = *v;
     if (auto v = value("switchyard_gateway_preempted_total")) preempted = *v;
+    if (auto v = value("switchyard_gateway_hedges_deferred_total")) deferred = *v;
   }
   if (!prompt || !cached) return std::nullopt;
   return GatewayCounts{*prompt, *cached, hedges.value_or(0), hedges_won.value_or(0), stalls.value_or(0),
-                       preempted.value_or(0)};
+                       preempted.value_or(0), deferred.value_or(0)};
 }
 
 json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::string& label,
@@ -215,7 +216,8 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
       {"oracle_hit_rate",
        gateway ? number(ratio(gateway->cached_tokens, gateway->prompt_tokens)) : json(nullptr)},
       {"oracle_prompt_tokens", gateway ? json(gateway->prompt_tokens) : json(nullptr)},
-      {"hedges", gateway ? json({{"sent", gateway->hedges}, {"won", gateway->hedges_won}}) : json(nullptr)},
+      {"hedges", gateway ? json({{"sent", gateway->hedges}, {"won", gateway->hedges_won}, {"deferred", gateway->hedges_deferred}})
+                         : json(nullptr)},
       {"stalls", gateway ? json(gateway->stalls) : json(nullptr)},
       {"preempted", gateway ? json(gateway->preempted) : json(nullptr)},
       {"session_moves",
@@ -276,7 +278,9 @@ std::string agentic_summary(const json& r) {
     << num(moves["ttft_ms"]["p90"], 0) << "; "
     << num(moves["uncached_share"].is_number() ? json(100 * moves["uncached_share"].get<double>()) : json(nullptr))
     << " % of uncached prompt tokens)";
-  if (r["hedges"].is_object()) o << "; hedges sent " << num(r["hedges"]["sent"], 0) << ", won " << num(r["hedges"]["won"], 0);
+  if (r["hedges"].is_object())
+    o << "; hedges sent " << num(r["hedges"]["sent"], 0) << ", won " << num(r["hedges"]["won"], 0) << ", deferred "
+      << num(r["hedges"].value("deferred", json(nullptr)), 0);
   if (r["stalls"].is_number())
     o << "; attempts failed over for silence " << num(r["stalls"], 0) << ", preempted " << num(r["preempted"], 0);
   o << "\n";

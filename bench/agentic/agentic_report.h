@@ -18,7 +18,8 @@ namespace sy::bench {
 // oracle's (switchyard_gateway_oracle_{prompt,cached}_tokens_total) and its hedges
 // (switchyard_gateway_hedges_total, _hedges_won_total: second attempts sent before a
 // first token, and those that produced it — a won hedge serves a turn away from the
-// replica its router chose), the attempts it failed over for silence
+// replica its router chose; _hedges_deferred_total: hedges put off because no other
+// replica predicted a sooner first token), the attempts it failed over for silence
 // (switchyard_gateway_stalls_total) and the workers' notices of a preempted attempt
 // (switchyard_gateway_preempted_total).
 struct GatewayCounts {
@@ -28,9 +29,11 @@ struct GatewayCounts {
   double hedges_won = 0;
   double stalls = 0;
   double preempted = 0;
+  double hedges_deferred = 0;
   GatewayCounts operator-(const GatewayCounts& o) const {
     return {prompt_tokens - o.prompt_tokens, cached_tokens - o.cached_tokens, hedges - o.hedges,
-            hedges_won - o.hedges_won,       stalls - o.stalls,               preempted - o.preempted};
+            hedges_won - o.hedges_won,       stalls - o.stalls,               preempted - o.preempted,
+            hedges_deferred - o.hedges_deferred};
   }
 };
 

@@ -83,7 +83,8 @@ TEST(AgenticReport, ParsersAndArithmetic) {
       "# HELP x\nswitchyard_gateway_oracle_prompt_tokens_total "
       "1000\nswitchyard_gateway_oracle_cached_tokens_total 750\nswitchyard_gateway_hedges_total 7\n"
       "switchyard_gateway_hedges_won_total 3\nswitchyard_gateway_hedges_denied_total 9\n"
-      "switchyard_gateway_stalls_total 2\nswitchyard_gateway_preempted_total 5\n");
+      "switchyard_gateway_stalls_total 2\nswitchyard_gateway_preempted_total 5\n"
+      "switchyard_gateway_hedges_deferred_total 6\n");
   ASSERT_TRUE(oracle);
   EXPECT_EQ(oracle->prompt_tokens, 1000);
   EXPECT_EQ(oracle->cached_tokens, 750);
@@ -91,6 +92,7 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   EXPECT_EQ(oracle->hedges_won, 3);
   EXPECT_EQ(oracle->stalls, 2);
   EXPECT_EQ(oracle->preempted, 5);
+  EXPECT_EQ(oracle->hedges_deferred, 6);
   EXPECT_EQ((*oracle - GatewayCounts{100, 50, 2, 1}).hedges_won, 2);
   EXPECT_EQ((*oracle - GatewayCounts{100, 50, 2, 1, 1, 4}).preempted, 1);
   EXPECT_FALSE(parse_gateway_counters("switchyard_gateway_prompt_tokens_total 5\n"));
@@ -172,7 +174,7 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   EXPECT_NEAR(report["by_replica"]["busiest_over_least"].get<double>(), 0.42 / 0.24, 1e-9);
   EXPECT_NE(agentic_summary(report).find("r0 1/2/0.10/0.12/100/10.0 r1 0/1/0.17/0.42/100/10.0"), std::string::npos)
       << agentic_summary(report);
-  EXPECT_NE(agentic_summary(report).find("previous turn: 1 of 2 (TTFT ms p50 400 p90 400; 45.5 % of uncached prompt tokens); hedges sent 7, won 3"), std::string::npos)
+  EXPECT_NE(agentic_summary(report).find("previous turn: 1 of 2 (TTFT ms p50 400 p90 400; 45.5 % of uncached prompt tokens); hedges sent 7, won 3, deferred 6"), std::string::npos)
       << agentic_summary(report);
   EXPECT_NEAR(report["per_user_output_tok_s"]["p50"].get<double>(), 100.0,
               1e-6);  // 2 tokens in 20 ms

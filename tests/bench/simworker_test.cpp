@@ -201,8 +201,6 @@ void expect_prefills_in_turn(uint16_t port_a, uint16_t port_b) {
 
 const std::vector<std::string> kSlowPrefill = {"--ttft-ms", "10", "--prefill-us-per-token", "3000", "--itl-ms", "1"};
 
-// --serial-prefill: prefills run one after another, as on one GPU, so of two prompts sent
-// together one waits for the other's prefill; without it each prefill runs alone.
 // The uuid label of the worker's switchyard_gpu_info line on /metrics; empty without one.
 std::string reported_gpu_uuid(uint16_t port) {
   const std::string body = testing::http_request(port, "GET", "/metrics").body;
@@ -212,6 +210,8 @@ std::string reported_gpu_uuid(uint16_t port) {
   return at == std::string::npos || end == std::string::npos ? "" : body.substr(at + 6, end - at - 6);
 }
 
+// --serial-prefill: prefills run one after another, as on one GPU, so of two prompts sent
+// together one waits for the other's prefill; without it each prefill runs alone.
 TEST(Simworker, SerialPrefillQueuesOnePromptBehindTheOther) {
   std::vector<std::string> args = kSlowPrefill;
   args.push_back("--serial-prefill");

@@ -187,6 +187,36 @@ TEST(LearnedLimits, AHedgeAlsoWaitsThePrefillTheRequestNeeds) {
   h.expect_all_released();
 }
 
+// A hedge goes only where a first token is predicted sooner than the attempt has already
+// waited. Replica 1 fits 100 ms a token: the 40-token prompt goes to replica 0 (1 ms),
+// whose hedge delay is 0.6 s plus 40 tokens at the median cost, 50.5 ms: 2.62 s. Replica 1
+// would take 4 s, so the hedge is put off until the attempt has waited that long.
+TEST(LearnedLimits, AHedgePredictedSlowerThanTheWaitIsPutOff) {
+  Harness h;
+  Fleet& fleet = h.core->fleet();
+  for (int i = 0; i < 20; ++i) fleet.first_token(0, 1000, 1.0), fleet.first_token(1, 1000, 100.0);
+  for (int k = 0; k < 8; ++k) h.core->observe_attempt_ttft(0.2);
+  auto r = h.submit();
+  ASSERT_EQ(h.calls.size(), 1u);
+  EXPECT_EQ(Harness::replica_of(*h.calls[0], h), 0u);
+  h.calls[0]->headers();
+  h.advance(2.63, {&r});
+  EXPECT_EQ(h.calls.size(), 1u) << "replica 1 would need 4 s";
+  EXPECT_EQ(h.core->counters().hedges_deferred, 1);
+  EXPECT_EQ(h.core->counters().hedges, 0);
+  h.advance(1.36, {&r});
+  EXPECT_EQ(h.calls.size(), 1u);
+  h.advance(0.02, {&r});
+  ASSERT_EQ(h.calls.size(), 2u) << "after 4 s of waiting the hedge goes";
+  EXPECT_EQ(Harness::replica_of(*h.calls[1], h), 1u);
+  EXPECT_EQ(h.core->counters().hedges, 1);
+  h.calls[0]->tokens(0, {7});
+  h.calls[0]->finish();
+  h.settle();
+  EXPECT_TRUE(r.client->finished);
+  h.expect_all_released();
+}
+
 ResilienceConfig silences(double first_token, double stall) {
   ResilienceConfig r;
   r.hedge = false;

@@ -167,11 +167,21 @@ std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix
     // own and that of the replicas sharing it: its own queue alone under-predicts its
     // wait, and its fitted cost (measured over this work ahead) reads the others'
     // prefills as its own slowness.
+    // Its cost per token is its GPU's: the mean fit of the measured replicas sharing it.
+    // Each fits the same queue on the same device, so their differences are noise, and
+    // new sessions' homes are weighed by these costs (measured on the agentic bench:
+    // four identical replicas on one H200 fitted 1.3-3.5 times apart, and the replicas
+    // fitted cheapest took the most sessions).
     s.pending_prefill_tokens = l.pending_prefill_tokens;
-    for (size_t j = 0; j < infos_.size(); ++j)
-      if (j != i && share_device(r, l, infos_[j], loads_[j])) s.pending_prefill_tokens += loads_[j].pending_prefill_tokens;
+    double gpu_sum = l.cost_samples > 0 && usable(i) ? l.prefill_s_per_token : 0;
+    int gpu_measured = l.cost_samples > 0 && usable(i) ? 1 : 0;
+    for (size_t j = 0; j < infos_.size(); ++j) {
+      if (j == i || !share_device(r, l, infos_[j], loads_[j])) continue;
+      s.pending_prefill_tokens += loads_[j].pending_prefill_tokens;
+      if (loads_[j].cost_samples > 0 && usable(j)) gpu_sum += loads_[j].prefill_s_per_token, ++gpu_measured;
+    }
     const bool mean = l.cost_samples == 0 && measured > 0;
-    s.prefill_s_per_token = mean ? measured_sum / measured : l.prefill_s_per_token;
+    s.prefill_s_per_token = gpu_measured > 0 ? gpu_sum / gpu_measured : mean ? measured_sum / measured : l.prefill_s_per_token;
     s.first_token_latency_s = mean ? latency_sum / measured : l.first_token_latency_s;
     s.matched_blocks = s.available ? matched_blocks(i, prefix_hashes) : 0;
   }

@@ -116,6 +116,30 @@ TEST(PrefillCost, ReplicasSharingAGpuSeeItsWholeQueue) {
   EXPECT_EQ(pending(), (std::vector<int64_t>{1000, 2000, 3000, 3000, 5000, 6000}));
 }
 
+// Replicas on one GPU fit one device's queue: the router sees the mean of their measured
+// fits for each of them (one not yet measured too), so their noise does not decide where
+// new sessions live; a replica on another GPU keeps its own.
+TEST(PrefillCost, ReplicasSharingAGpuShareItsFittedCost) {
+  Harness h({.replicas = 4, .capacity = 4, .resilience = {}});
+  Fleet& fleet = h.core->fleet();
+  const std::vector<std::vector<std::string>> devices = {{"0"}, {"0"}, {"0"}, {"1"}};
+  for (size_t i = 0; i < devices.size(); ++i) {
+    ReplicaInfo r = fleet.info(i);
+    r.devices = devices[i];
+    fleet.on_replica_change(r);
+  }
+  for (int k = 0; k < 200; ++k)
+    fleet.first_token(0, 1000, 1.0), fleet.first_token(1, 1000, 3.0), fleet.first_token(3, 1000, 10.0);
+  std::vector<double> cost;
+  for (const auto& s : fleet.states({}, false)) cost.push_back(s.prefill_s_per_token);
+  ASSERT_EQ(cost.size(), 4u);
+  EXPECT_NEAR(cost[0], 2e-3, 1e-9);
+  EXPECT_NEAR(cost[1], 2e-3, 1e-9);
+  EXPECT_NEAR(cost[2], 2e-3, 1e-9) << "not yet measured: its GPU's";
+  EXPECT_NEAR(cost[3], 10e-3, 1e-9);
+  EXPECT_NEAR(fleet.load(1).prefill_s_per_token, 3e-3, 1e-9) << "each keeps its own fit";
+}
+
 // A batch request queued at the start and a standard one `waited` seconds later: is the
 // batch one sent first when the only slot frees? It climbs a class per queues.aging_s
 // (10 s by default) on the core's clock, keeping its arrival time within its new class.

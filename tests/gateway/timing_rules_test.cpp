@@ -190,15 +190,22 @@ TEST(LearnedLimits, HedgeDelayAndStallFollowRecentLatencies) {
 // the request needs where it went: its 40 uncached tokens at the median fitted cost of
 // the replicas, (1 + 10) / 2 ms a token = 0.22 s; not at the cost of the replica it went to
 // (the cheaper, 1 ms), since a hedge is for a replica slower than the others.
-TEST(LearnedLimits, AHedgeAlsoWaitsThePrefillTheRequestNeeds) {
-  Harness h;
+// Replica 0 fits 1 ms a token and replica 1 `replica1_s_per_token`, attempts took 0.2 s:
+// a request of 40 tokens, sent to replica 0 (the cheaper), which answered its headers.
+Harness::Request sent_to_the_cheaper_replica(Harness& h, double replica1_s_per_token) {
   Fleet& fleet = h.core->fleet();
-  for (int i = 0; i < 20; ++i) fleet.first_token(0, 1000, 1.0), fleet.first_token(1, 1000, 10.0);
+  for (int i = 0; i < 20; ++i) fleet.first_token(0, 1000, 1.0), fleet.first_token(1, 1000, 1000 * replica1_s_per_token);
   for (int k = 0; k < 8; ++k) h.core->observe_attempt_ttft(0.2);
   auto r = h.submit();
-  ASSERT_EQ(h.calls.size(), 1u);
-  EXPECT_EQ(Harness::replica_of(*h.calls[0], h), 0u) << "the cheaper replica";
-  h.calls[0]->headers();
+  EXPECT_EQ(h.calls.size(), 1u);
+  EXPECT_EQ(Harness::replica_of(*h.calls.at(0), h), 0u) << "the cheaper replica";
+  h.calls.at(0)->headers();
+  return r;
+}
+
+TEST(LearnedLimits, AHedgeAlsoWaitsThePrefillTheRequestNeeds) {
+  Harness h;
+  auto r = sent_to_the_cheaper_replica(h, 10e-3);
   h.advance(0.81, {&r});
   EXPECT_EQ(h.calls.size(), 1u);
   h.advance(0.02, {&r});
@@ -217,13 +224,7 @@ TEST(LearnedLimits, AHedgeAlsoWaitsThePrefillTheRequestNeeds) {
 // would take 4 s, so the hedge is put off until the attempt has waited that long.
 TEST(LearnedLimits, AHedgePredictedSlowerThanTheWaitIsPutOff) {
   Harness h;
-  Fleet& fleet = h.core->fleet();
-  for (int i = 0; i < 20; ++i) fleet.first_token(0, 1000, 1.0), fleet.first_token(1, 1000, 100.0);
-  for (int k = 0; k < 8; ++k) h.core->observe_attempt_ttft(0.2);
-  auto r = h.submit();
-  ASSERT_EQ(h.calls.size(), 1u);
-  EXPECT_EQ(Harness::replica_of(*h.calls[0], h), 0u);
-  h.calls[0]->headers();
+  auto r = sent_to_the_cheaper_replica(h, 100e-3);
   h.advance(2.63, {&r});
   EXPECT_EQ(h.calls.size(), 1u) << "replica 1 would need 4 s";
   EXPECT_EQ(h.core->counters().hedges_deferred, 1);

@@ -25,8 +25,9 @@ struct TurnResult {
 struct LoadSample {
   double at_s = 0;  // from the run's start
   std::vector<int64_t> in_flight;
-  // Each ready replica's fitted prefill cost (s per uncached token) that the router
-  // weighs new sessions' homes by (/admin/status); NaN until its first sample
+  // Each ready replica's own fitted prefill cost (s per uncached token, /admin/status;
+  // the router weighs new sessions' homes by it, or by the mean of the replicas sharing
+  // its GPU); NaN until its first sample
   // (prefill_cost_samples 0: /admin/status shows the default, the router the others' mean).
   std::vector<double> prefill_s_per_token;
 };

@@ -170,7 +170,7 @@ std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix
     // the measured replicas sharing it: each fits the same queue on the same device, so
     // their differences are noise (four identical replicas on one H200 fitted 1.3-3.5
     // times apart), and new sessions' homes are weighed by these costs (in the simulator,
-    // one cost per GPU kept busiest/least in flight ≤ 1.5 on 7 of 8 seeds, against 4).
+    // one cost per GPU kept busiest/least in flight ≤ 1.5 on 8 of 8 seeds, against 3).
     s.pending_prefill_tokens = l.pending_prefill_tokens;
     double gpu_sum = l.cost_samples > 0 && usable(i) ? l.prefill_s_per_token : 0;
     int gpu_measured = l.cost_samples > 0 && usable(i) ? 1 : 0;

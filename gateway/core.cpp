@@ -139,7 +139,7 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
   policy::RouteRequest rr;
   rr.affinity_key = hashes.empty() ? r->prompt_key() : hashes.front();
   rr.prompt_tokens = r->prompt_tokens();
-  rr.block_size = fleet_->size() > 0 ? fleet_->info(0).block_size : 16;
+  rr.block_size = block_size();
   rr.session_key = r->session_key();
   rr.now_s = clock_->now_s();
   // Paused (a mode switch): nothing is placed, so the router records nothing either.
@@ -205,11 +205,10 @@ void GatewayCore::hedge(std::shared_ptr<ProxyRequest> r, size_t busy_replica, in
   // work (an agent's late turn recomputes tens of thousands of context tokens elsewhere;
   // on a GPU shared with the first attempt's replica, ahead of or behind its prefill).
   const auto states = fleet_->states(r->prefix_hashes(), /*with_room=*/true);
-  const int32_t block = fleet_->size() > 0 ? fleet_->info(0).block_size : 16;
   std::optional<double> soonest;
   for (size_t i = 0; i < states.size(); ++i)
     if (i != busy_replica && states[i].available) {
-      const double s = policy::predicted_first_token_s(states[i], r->prompt_tokens(), block);
+      const double s = policy::predicted_first_token_s(states[i], r->prompt_tokens(), block_size());
       soonest = std::min(soonest.value_or(s), s);
     }
   if (!soonest) return;

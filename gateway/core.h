@@ -205,6 +205,8 @@ class GatewayCore : public SlotReturn, public std::enable_shared_from_this<Gatew
   // (strict: never that one); returns false when no replica has room (then r is queued
   // again unless strict).
   bool route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> exclude, bool strict = false, bool hedge = false);
+  // The fleet's KV block size in tokens (16 before any replica is known).
+  int32_t block_size() const { return fleet_->size() > 0 ? fleet_->info(0).block_size : 16; }
 };
 
 }  // namespace sy::gateway

@@ -147,10 +147,11 @@ std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix
   // those that have: with the fixed default instead, a router comparing costs starved it
   // (measured: with llama3-8b on an H200 the default was ten times the measured cost, and
   // one of four replicas never got a session, so it never measured one either).
+  auto has_fit = [&](size_t i) { return loads_[i].cost_samples > 0 && usable(i); };
   double measured_sum = 0, latency_sum = 0;
   int measured = 0;
   for (size_t i = 0; i < infos_.size(); ++i)
-    if (loads_[i].cost_samples > 0 && usable(i)) {
+    if (has_fit(i)) {
       measured_sum += loads_[i].prefill_s_per_token;
       latency_sum += loads_[i].first_token_latency_s;
       ++measured;
@@ -168,16 +169,16 @@ std::vector<policy::ReplicaState> Fleet::states(std::span<const uint64_t> prefix
     // wait, and its fitted cost (measured over this work ahead) reads the others'
     // prefills as its own slowness. Its cost per token is its GPU's too, the mean fit of
     // the measured replicas sharing it: each fits the same queue on the same device, so
-    // their differences are noise (four identical replicas on one H200 fitted 1.3-3.5
+    // their differences are noise (four identical replicas on one H200 fitted 1.3-4.0
     // times apart), and new sessions' homes are weighed by these costs (in the simulator,
     // one cost per GPU kept busiest/least in flight ≤ 1.5 on 8 of 8 seeds, against 3).
-    s.pending_prefill_tokens = l.pending_prefill_tokens;
-    double gpu_sum = l.cost_samples > 0 && usable(i) ? l.prefill_s_per_token : 0;
-    int gpu_measured = l.cost_samples > 0 && usable(i) ? 1 : 0;
+    s.pending_prefill_tokens = 0;
+    double gpu_sum = 0;
+    int gpu_measured = 0;
     for (size_t j = 0; j < infos_.size(); ++j) {
-      if (j == i || !share_device(r, l, infos_[j], loads_[j])) continue;
+      if (j != i && !share_device(r, l, infos_[j], loads_[j])) continue;
       s.pending_prefill_tokens += loads_[j].pending_prefill_tokens;
-      if (loads_[j].cost_samples > 0 && usable(j)) gpu_sum += loads_[j].prefill_s_per_token, ++gpu_measured;
+      if (has_fit(j)) gpu_sum += loads_[j].prefill_s_per_token, ++gpu_measured;
     }
     const bool mean = l.cost_samples == 0 && measured > 0;
     s.prefill_s_per_token = gpu_measured > 0 ? gpu_sum / gpu_measured : mean ? measured_sum / measured : l.prefill_s_per_token;

@@ -267,7 +267,12 @@ std::string agentic_summary(const json& r) {
     << " (per sample " << num(r["load"]["sample_busiest_mean"], 2) << " vs "
     << num(r["load"]["sample_least_mean"], 2) << "; while sessions arrive "
     << num(r["load_while_arriving"]["busiest_over_least_mean"], 2) << ")\n";
-  if (r.contains("by_replica")) o << replica_breakdown_summary(r["by_replica"]);
+  o << "  per replica, sessions started / turns / mean in flight / mean turn s / mean prompt tokens / ITL p50 ms:";
+  for (const json& x : r["by_replica"]["replicas"])
+    o << " " << x["replica"].get<std::string>() << " " << x["sessions_started"] << "/" << x["turns"] << "/"
+      << num(x["mean_in_flight"], 2) << "/" << num(x["mean_turn_s"], 2) << "/" << num(x["mean_prompt_tokens"], 0) << "/"
+      << num(x["itl_ms_p50"], 1);
+  o << " (in-flight seconds busiest/least " << num(r["by_replica"]["busiest_over_least"], 2) << ")\n";
   o << "  fitted prefill cost ms/1K tokens per replica:";
   for (const json& c : r["load"]["mean_prefill_s_per_token_per_replica"])
     o << " " << num(c.is_number() ? json(1e6 * c.get<double>()) : json(nullptr), 1);

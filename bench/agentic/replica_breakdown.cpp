@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
-#include <sstream>
 
 #include "bench/loadgen/stats.h"
 
@@ -52,26 +52,6 @@ json replica_breakdown(const std::vector<TurnResult>& turns, double wall_s) {
   }
   return {{"replicas", rows},
           {"busiest_over_least", rows.size() > 1 && least > 0 ? json(most / least) : json(nullptr)}};
-}
-
-std::string replica_breakdown_summary(const json& b) {
-  std::ostringstream o;
-  o.setf(std::ios::fixed);
-  o << "  per replica, sessions started / turns / mean in flight / mean turn s / mean prompt tokens / ITL p50 ms:";
-  for (const json& r : b["replicas"]) {
-    o << " " << r["replica"].get<std::string>() << " " << r["sessions_started"] << "/" << r["turns"] << "/";
-    o.precision(2);
-    o << (r["mean_in_flight"].is_number() ? r["mean_in_flight"].get<double>() : 0.0) << "/"
-      << r["mean_turn_s"].get<double>() << "/";
-    o.precision(0);
-    o << r["mean_prompt_tokens"].get<double>() << "/";
-    o.precision(1);
-    o << (r["itl_ms_p50"].is_number() ? r["itl_ms_p50"].get<double>() : 0.0);
-  }
-  o.precision(2);
-  if (b["busiest_over_least"].is_number()) o << " (in-flight seconds busiest/least " << b["busiest_over_least"].get<double>() << ")";
-  o << "\n";
-  return o.str();
 }
 
 }  // namespace sy::bench

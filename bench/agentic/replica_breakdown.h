@@ -18,8 +18,4 @@ namespace sy::bench {
 // name order. `busiest_over_least` is the largest over the smallest seconds in flight.
 nlohmann::json replica_breakdown(const std::vector<TurnResult>& turns, double wall_s);
 
-// One line: per replica sessions started / turns / mean in flight / mean turn seconds /
-// mean prompt tokens / ITL p50 ms.
-std::string replica_breakdown_summary(const nlohmann::json& breakdown);
-
 }  // namespace sy::bench

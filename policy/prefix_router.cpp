@@ -119,6 +119,8 @@ class PrefixRouter : public Router {
     if (best && req.session_key != 0) {
       Session& s = sessions_[req.session_key];
       s.replica_id_hash = replicas[*best].id_hash;
+      if (s.in_flight == 0) s.busy_since_s = req.now_s;
+      if (s.first_s < 0) s.first_s = req.now_s;
       s.last_s = req.now_s;
       ++s.in_flight;
     }
@@ -128,8 +130,9 @@ class PrefixRouter : public Router {
   void attempt_ended(uint64_t session_key, double now_s) override {
     auto it = sessions_.find(session_key);
     if (it == sessions_.end()) return;
-    if (it->second.in_flight > 0) --it->second.in_flight;
-    it->second.last_s = now_s;
+    Session& s = it->second;
+    if (s.in_flight > 0 && --s.in_flight == 0) s.busy_s += now_s - s.busy_since_s;
+    s.last_s = now_s;
   }
 
  private:
@@ -137,14 +140,37 @@ class PrefixRouter : public Router {
     uint64_t replica_id_hash = 0;
     double last_s = 0;      // when its last turn was sent or ended
     int32_t in_flight = 0;  // its attempts placed and not ended
+    double first_s = -1;    // when its first turn was sent
+    double busy_s = 0;      // how long it has had an attempt in flight, up to busy_since_s
+    double busy_since_s = 0;  // when its current attempts began (in_flight > 0)
+    // Seconds with a turn in flight, in the `age` seconds since it began.
+    double busy(double now_s) const { return busy_s + (in_flight > 0 ? now_s - busy_since_s : 0); }
+    double age(double now_s) const { return now_s - first_s; }
   };
 
-  // Per replica: its live sessions and what one weighs there.
+  // A session's activity (the share of its life with a turn in flight) is its in-flight
+  // seconds and this many seconds at the live sessions' mean activity, over its age
+  // plus as many: a young session counts near the mean, an old one as measured.
+  static constexpr double kActivityPriorS = 30;
+
+  // Per replica: its live sessions, the units they weigh (one each; with
+  // session_load_activity each its activity over the live sessions' mean, so a session
+  // seldom in flight weighs less than one mostly in flight) and what a unit weighs there.
   struct Homes {
     std::vector<int64_t> count;
+    std::vector<double> units;
     std::vector<double> weight;
-    // The load of replica i's live sessions with one more: a slow replica's count weighs more.
-    double load(size_t i) const { return static_cast<double>(count[i] + 1) * weight[i]; }
+    bool by_activity = false;
+    double mean_activity = 0.5;  // in-flight seconds over age, summed over live sessions
+    double now_s = 0;
+    // What session s weighs (a new one: one unit, the mean).
+    double units_of(const Session& s) const {
+      if (!by_activity) return 1.0;
+      const double activity = (s.busy(now_s) + mean_activity * kActivityPriorS) / (s.age(now_s) + kActivityPriorS);
+      return activity / mean_activity;
+    }
+    // The load of replica i's live sessions with `more` units more: a slow replica's weigh more.
+    double load(size_t i, double more = 1) const { return (units[i] + more) * weight[i]; }
     // What placing a session on replica i weighs: its load, but nothing on a replica
     // without live sessions, whatever its cost. A replica's cost is fitted from its own
     // first tokens, so one that gets no session keeps a stale fit: measured on the
@@ -163,13 +189,14 @@ class PrefixRouter : public Router {
       if (replicas[i].id_hash == s.replica_id_hash)
         home = i;
       else if (replicas[i].available)
-        elsewhere = std::min(elsewhere, homes.load(i));
+        elsewhere = std::min(elsewhere, homes.load(i, homes.units_of(s)));
     }
     // A home that is gone or unavailable: the cost rule already sends the turn elsewhere.
     if (!home || !replicas[*home].available || homes.count[*home] < 1) return false;
-    // Its home's load with s is that of the others there plus one.
-    if (!(static_cast<double>(homes.count[*home]) * homes.weight[*home] > options_.load_bound * elsewhere)) return false;
+    // Its home's load with s is that of the others there plus its own.
+    if (!(homes.load(*home, 0) > options_.load_bound * elsewhere)) return false;
     --homes.count[*home];
+    homes.units[*home] -= homes.units_of(s);
     return true;
   }
 
@@ -189,18 +216,34 @@ class PrefixRouter : public Router {
   // window), each weighing the replica's fitted prefill cost per token, or the available
   // replicas' median where within session_cost_tolerance of it.
   Homes homes_of(std::span<const ReplicaState> replicas, double now_s) const {
-    std::unordered_map<uint64_t, int64_t> by_id;
+    Homes homes;
+    homes.by_activity = options_.session_load_activity;
+    homes.now_s = now_s;
+    std::vector<const Session*> live;
+    double busy = 0, age = 0;
     for (const auto& [key, s] : sessions_)
-      if (s.in_flight > 0 || now_s - s.last_s <= options_.session_idle_s) ++by_id[s.replica_id_hash];
+      if (s.in_flight > 0 || now_s - s.last_s <= options_.session_idle_s) {
+        live.push_back(&s);
+        busy += s.busy(now_s);
+        age += s.age(now_s);
+      }
+    if (busy > 0 && age > 0) homes.mean_activity = busy / age;
+    std::unordered_map<uint64_t, std::pair<int64_t, double>> by_id;  // sessions, their units
+    for (const Session* s : live) {
+      auto& [n, units] = by_id[s->replica_id_hash];
+      ++n;
+      units += homes.units_of(*s);
+    }
     std::vector<double> fitted;
     for (const ReplicaState& r : replicas)
       if (r.available) fitted.push_back(r.prefill_s_per_token);
     const double mid = median(std::move(fitted));
     const double tol = options_.session_cost_tolerance;
-    Homes homes;
     for (const ReplicaState& r : replicas) {
       const auto it = by_id.find(r.id_hash);
-      homes.count.push_back(it == by_id.end() ? 0 : it->second);
+      const auto [n, units] = it == by_id.end() ? std::pair<int64_t, double>{0, 0} : it->second;
+      homes.count.push_back(n);
+      homes.units.push_back(units);
       const double c = r.prefill_s_per_token;
       homes.weight.push_back(tol > 1 && c <= mid * tol && c * tol >= mid ? mid : c);
     }

@@ -74,6 +74,11 @@ struct RouterOptions {
   // sharing a GPU, every replica's). 1: the turn's own wait alone. Requests without a
   // session always weigh it once.
   double recompute_weight = 100.0;
+  // What a live session weighs on its home when new sessions are placed: false, one
+  // each; true, its activity (the share of its life it has had a turn in flight, a young
+  // one counted near the live sessions' mean) over that mean, so new sessions go where
+  // the live ones are expected to keep the fewest turns in flight. A new one weighs one.
+  bool session_load_activity = false;
 };
 
 // "prefix" (default), "approximate" (the prefix router; the caller fills matched_blocks

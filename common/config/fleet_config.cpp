@@ -179,13 +179,14 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
   }
   if (const YAML::Node s = root["routing"]) {
     r.only(s, "routing.", {"policy", "load_bound", "approx_index_capacity", "session_rebalance", "session_cost_tolerance",
-                             "recompute_weight"});
+                             "recompute_weight", "session_load"});
     r.get(s, "policy", "routing.", c.routing.policy);
     r.get(s, "load_bound", "routing.", c.routing.load_bound);
     r.get(s, "approx_index_capacity", "routing.", c.routing.approx_index_capacity);
     r.get(s, "session_rebalance", "routing.", c.routing.session_rebalance);
     r.get(s, "session_cost_tolerance", "routing.", c.routing.session_cost_tolerance);
     r.get(s, "recompute_weight", "routing.", c.routing.recompute_weight);
+    r.get(s, "session_load", "routing.", c.routing.session_load);
   }
   if (const YAML::Node s = root["resilience"]) {
     const std::string p = "resilience.";
@@ -348,6 +349,8 @@ void FleetConfig::validate(const std::string& label) const {
     fail("routing.session_cost_tolerance", "must be in [1, 100]");
   if (!(routing.recompute_weight >= 1.0 && routing.recompute_weight <= 100.0))
     fail("routing.recompute_weight", "must be in [1, 100]");
+  if (routing.session_load != "count" && routing.session_load != "activity")
+    fail("routing.session_load", "must be count or activity");
   {
     const ResilienceConfig& x = resilience;
     const std::string& hp = x.hedge_max_priority;

@@ -80,6 +80,7 @@ struct RoutingConfig {
   bool session_rebalance = false;  // policy::RouterOptions::session_rebalance
   double session_cost_tolerance = 1.0;  // policy::RouterOptions::session_cost_tolerance
   double recompute_weight = 100.0;      // policy::RouterOptions::recompute_weight
+  std::string session_load = "count";   // count | activity: policy::RouterOptions::session_load_activity
 };
 
 // Hiding faults from clients (gateway/proxy_request.cpp): hedging before the first

@@ -198,6 +198,36 @@ TEST(PrefixRouter, SessionCostToleranceSharesSessionsByCountAmongLikeReplicas) {
   EXPECT_LE(slow[3], 3);
 }
 
+// Two like replicas, one live session each, both placed at 0 s: replica a's has had a
+// turn in flight for the whole 60 s since, b's for 10 s (five 2 s turns, 10 s apart).
+// Counted one each (session_load count) they tie, and the next new session goes where
+// the prompt's hash puts it, a (where the first went). Weighed by activity (each
+// session's in-flight seconds plus 30 s at the mean, over its age plus 30 s: 0.85
+// against 0.30, the mean 0.57), a carries 1.48 units to b's 0.52 and b takes it.
+TEST(PrefixRouter, SessionLoadActivityWeighsLiveSessionsByTheirTimeInFlight) {
+  auto third_home = [](bool by_activity) {
+    SplitMixRandom rnd(13);
+    auto router = make_router("prefix", {.session_load_activity = by_activity}, rnd);
+    std::vector<ReplicaState> r = {replica(1), replica(2)};
+    const size_t a = *router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = 1, .now_s = 0}, r);
+    const size_t b = *router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = 2, .now_s = 0}, r);
+    EXPECT_NE(a, b);
+    std::vector<ReplicaState> at_b = r;
+    at_b[b].matched_blocks = 62;  // the session's context is held at its home
+    for (double t = 0; t < 50; t += 12) {
+      if (t > 0) {
+        EXPECT_EQ(*router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = 2, .now_s = t}, at_b), b);
+      }
+      router->attempt_ended(2, t + 2);
+    }
+    router->attempt_ended(1, 60);
+    const size_t third = *router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = 3, .now_s = 61}, r);
+    return std::pair{third == a, third == b};
+  };
+  EXPECT_EQ(third_home(false), std::pair(true, false));
+  EXPECT_EQ(third_home(true), std::pair(false, true));
+}
+
 TEST(Median, OddEvenAndEmpty) {
   EXPECT_EQ(median({3, 1, 2}), 2);
   EXPECT_EQ(median({4, 1, 3, 2}), 2.5);

@@ -267,10 +267,11 @@ std::string agentic_summary(const json& r) {
     << " (per sample " << num(r["load"]["sample_busiest_mean"], 2) << " vs "
     << num(r["load"]["sample_least_mean"], 2) << "; while sessions arrive "
     << num(r["load_while_arriving"]["busiest_over_least_mean"], 2) << ")\n";
-  o << "  per replica, sessions started / turns / mean in flight / mean turn s / mean prompt tokens / ITL p50 ms:";
+  o << "  per replica, sessions started / turns / mean in flight / mean turn s / mean TTFT s / mean prompt tokens / ITL p50 ms:";
   for (const json& x : r["by_replica"]["replicas"])
     o << " " << x["replica"].get<std::string>() << " " << x["sessions_started"] << "/" << x["turns"] << "/"
-      << num(x["mean_in_flight"], 2) << "/" << num(x["mean_turn_s"], 2) << "/" << num(x["mean_prompt_tokens"], 0) << "/"
+      << num(x["mean_in_flight"], 2) << "/" << num(x["mean_turn_s"], 2) << "/" << num(x["mean_ttft_s"], 2) << "/"
+      << num(x["mean_prompt_tokens"], 0) << "/"
       << num(x["itl_ms_p50"], 1);
   o << " (in-flight seconds busiest/least " << num(r["by_replica"]["busiest_over_least"], 2) << ")\n";
   o << "  fitted prefill cost ms/1K tokens per replica:";

@@ -2,7 +2,7 @@
 // gateway's x-switchyard-replica header): the sessions whose first turn it served, the
 // turns it served, the seconds they were in flight (issued to done; over the run's wall
 // time, its mean requests in flight: a second measure of the sampled imbalance), their
-// mean prompt tokens, the tokens it computed (not cached) and its ITL p50. It splits an
+// mean TTFT and prompt tokens, the tokens it computed (not cached) and its ITL p50. It splits an
 // imbalance into how many sessions a replica was given, how many turns they sent, and how
 // long each turn took there.
 #pragma once

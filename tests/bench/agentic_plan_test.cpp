@@ -171,8 +171,10 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   EXPECT_NEAR(by[1]["mean_in_flight"].get<double>(), 0.42 / 2.42, 1e-9);
   EXPECT_NEAR(by[0]["computed_tokens"].get<double>(), 120, 1e-9);
   EXPECT_NEAR(by[1]["itl_ms_p50"].get<double>(), 10, 1e-6);
+  EXPECT_NEAR(by[0]["mean_ttft_s"].get<double>(), 0.10, 1e-9);
+  EXPECT_NEAR(by[1]["mean_ttft_s"].get<double>(), 0.40, 1e-9);
   EXPECT_NEAR(report["by_replica"]["busiest_over_least"].get<double>(), 0.42 / 0.24, 1e-9);
-  EXPECT_NE(agentic_summary(report).find("r0 1/2/0.10/0.12/100/10.0 r1 0/1/0.17/0.42/100/10.0"), std::string::npos)
+  EXPECT_NE(agentic_summary(report).find("r0 1/2/0.10/0.12/0.10/100/10.0 r1 0/1/0.17/0.42/0.40/100/10.0"), std::string::npos)
       << agentic_summary(report);
   EXPECT_NE(agentic_summary(report).find("previous turn: 1 of 2 (TTFT ms p50 400 p90 400; 45.5 % of uncached prompt tokens); hedges sent 7, won 3, deferred 6"), std::string::npos)
       << agentic_summary(report);

@@ -28,7 +28,8 @@
 # build), SIM_ARGS (sim: the simworker's timing flags), PREFILL_US (sim: µs per uncached
 # prompt token, 60), TTFT_MS (sim: fixed ms of every first token, 60), SHARED (sim: 1 =
 # one prefill queue for all replicas, a simulated GPU they report sharing, reports named
-# POLICY-shared), PORT (18410; the admin port is PORT + 1), KEEP (/tmp/agentic-reports:
+# POLICY-shared; sliced = that GPU time-sliced, each replica's prefills in turn at an
+# equal share of its speed, reports named POLICY-sliced), PORT (18410; the admin port is PORT + 1), KEEP (/tmp/agentic-reports:
 # every report of earlier calls on this machine is kept there too, and the SVG is drawn
 # over all of them, newest per policy; cpu: OUT).
 set -uo pipefail
@@ -65,6 +66,9 @@ if [ "$MODE" = sim ]; then
   # one prefill at a time, 25 ms between tokens; the cache of 14 GiB of llama3-8b KV.
   # SHARED=1: the four share one prefill queue (~16K tokens/s in all, as measured on the
   # H200 where each replica computed 2.6-5.5K prompt tokens/s beside the others).
+  # SHARED=sliced: the same GPU time-sliced between the replicas' processes, as CUDA
+  # shares one between contexts: each replica's prefills in turn, every replica with
+  # prefill pending at an equal share of the ~16K tokens/s.
   # The model: llama3-tiny's tokenizer and template with Llama 3.1's 128K context (its
   # llama.context_length rewritten in place), since only those are read.
   MODEL=${MODEL:-/tmp/llama3-tiny-128k.gguf}
@@ -83,6 +87,7 @@ PY
   kv="kv_blocks: 7168"
   queue=--serial-prefill
   [ "${SHARED:-}" = 1 ] && queue="--shared-prefill /tmp/sy-sim-prefill-${PORT:-18410}" simtag=-shared
+  [ "${SHARED:-}" = sliced ] && queue="--sliced-prefill /tmp/sy-sim-sliced-${PORT:-18410}" simtag=-sliced
   extra="extra_args: [$(echo "${SIM_ARGS:-$queue --ttft-ms ${TTFT_MS:-60} --prefill-us-per-token ${PREFILL_US:-60} --itl-ms 25 --jitter 0.1}" | sed 's/ /, /g')]"
 elif [ "$MODE" != cpu ]; then
   bash scripts/device_build.sh switchyard-worker switchyard-gateway switchyard-agentic switchyard-faultproxy > "$OUT/agentic-build.log" 2>&1 ||

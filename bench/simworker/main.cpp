@@ -34,13 +34,16 @@ const char kUsage[] =
     "    [--max-num-seqs 16] [--kv-blocks N | --kv-memory-gb X] [--prefill-chunk 256]\n"
     "    [--block-size 16] [--served-model-name NAME] [--http-threads 1] [--no-prefix-caching]\n"
     "    [--device D] [--ttft-ms 10] [--prefill-us-per-token 100] [--itl-ms 10] [--jitter 0]\n"
-    "    [--serial-prefill] [--shared-prefill FILE] [--ready-delay-ms 0] [--gpu-bus-ids A,B --nvml PATH]\n"
+    "    [--serial-prefill] [--shared-prefill FILE | --sliced-prefill FILE] [--ready-delay-ms 0]\n"
+    "    [--gpu-bus-ids A,B --nvml PATH]\n"
     "M is a GGUF file or Hugging Face directory: only its tokenizer and metadata are read.\n"
     "Without --kv-blocks the cache holds 8192 blocks (--kv-memory-gb is accepted, not used).\n"
     "--serial-prefill: prefills run one after another; --shared-prefill FILE: one after\n"
     "another across every simworker given FILE (replicas sharing one simulated GPU, which\n"
     "each reports as switchyard_gpu_info with a uuid made from FILE, so that the gateway\n"
-    "sees them share it).\n"
+    "sees them share it). --sliced-prefill FILE: the same GPU time-sliced instead: each\n"
+    "simworker's prefills one after another, every simworker with prefill pending at an\n"
+    "equal share of the GPU's speed (as CUDA shares a GPU between processes).\n"
     "--gpu-bus-ids: report these GPUs' switchyard_gpu_* series on /metrics, read through the\n"
     "NVML library at --nvml (default libnvidia-ml.so.1; tests pass a test double).\n";
 
@@ -56,7 +59,7 @@ double non_negative(const sy::cli::Args& a, const char* name, double fallback, d
 int run(const std::vector<std::string>& argv) {
   using namespace sy;
   std::set<std::string> valued = cli::serve_flag_names();
-  valued.insert({"device", "ttft-ms", "prefill-us-per-token", "itl-ms", "jitter", "ready-delay-ms", "gpu-bus-ids", "nvml", "shared-prefill"});
+  valued.insert({"device", "ttft-ms", "prefill-us-per-token", "itl-ms", "jitter", "ready-delay-ms", "gpu-bus-ids", "nvml", "shared-prefill", "sliced-prefill"});
   const cli::Args a(argv, valued, {"no-prefix-caching", "serial-prefill"});
   const cli::ServeFlags f = cli::read_serve_flags(a);
   sim::SimTiming timing;
@@ -64,7 +67,8 @@ int run(const std::vector<std::string>& argv) {
   timing.prefill_us_per_token = non_negative(a, "prefill-us-per-token", timing.prefill_us_per_token, 1e6);
   timing.itl_ms = non_negative(a, "itl-ms", timing.itl_ms, 3.6e6);
   timing.jitter = non_negative(a, "jitter", timing.jitter, 1);
-  timing.serial_prefill = a.has("serial-prefill") || a.has("shared-prefill");
+  if (a.has("shared-prefill") && a.has("sliced-prefill")) throw cli::UsageError("--shared-prefill and --sliced-prefill exclude each other");
+  timing.serial_prefill = a.has("serial-prefill") || a.has("shared-prefill") || a.has("sliced-prefill");
   const double ready_delay_ms = non_negative(a, "ready-delay-ms", 0, 3.6e6);
 
   // The tokenizer and limits only: no weights are read.
@@ -77,7 +81,8 @@ int run(const std::vector<std::string>& argv) {
   eo.kv_blocks = f.kv_blocks.value_or(kDefaultKvBlocks);
   eo.prefix_caching = !a.has("no-prefix-caching");
   eo.model_fingerprint = policy::model_fingerprint(model_identity_description(f.model));
-  eo.shared_prefill_path = a.get_or("shared-prefill", "");
+  eo.sliced_prefill = a.has("sliced-prefill");
+  eo.shared_prefill_path = a.get_or(eo.sliced_prefill ? "sliced-prefill" : "shared-prefill", "");
   sim::SimEngine engine(eo);
 
   sim::SimServerOptions so;

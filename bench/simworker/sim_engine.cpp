@@ -9,17 +9,24 @@ namespace sy::sim {
 
 SimEngine::SimEngine(SimEngineOptions options)
     : options_(options), kv_(options.kv_blocks, options.prefix_caching, &hub_) {
-  if (!options_.shared_prefill_path.empty()) shared_prefill_ = std::make_unique<SharedTimeline>(options_.shared_prefill_path);
+  if (!options_.shared_prefill_path.empty())
+    shared_prefill_ = std::make_unique<SharedTimeline>(
+        options_.shared_prefill_path, options_.sliced_prefill ? SharedTimeline::Sharing::kSliced : SharedTimeline::Sharing::kFifo);
   update_gauges();
 }
 
-double SimEngine::queue_prefill(double ms) {
+SharedTimeline::Queued SimEngine::queue_prefill(double ms) {
   using namespace std::chrono;
   std::lock_guard<std::mutex> lock(mu_);
   if (shared_prefill_) return shared_prefill_->queue(ms);
   const auto now = steady_clock::now();
   prefill_free_at_ = std::max(prefill_free_at_, now) + duration_cast<steady_clock::duration>(duration<double, std::milli>(ms));
-  return duration<double, std::milli>(prefill_free_at_ - now).count();
+  return {.done_in_ms = duration<double, std::milli>(prefill_free_at_ - now).count()};
+}
+
+double SimEngine::prefill_left_ms(const SharedTimeline::Queued& q) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shared_prefill_ ? shared_prefill_->left_ms(q) : 0;
 }
 
 uint64_t SimEngine::draw_seed() {

@@ -37,6 +37,9 @@ struct SimEngineOptions {
   // "": serial prefill queues in this process only; else the file of a prefill queue
   // shared with every simulated worker given the same path (one simulated GPU).
   std::string shared_prefill_path;
+  // With shared_prefill_path: each process's prefills in turn, the GPU time-sliced
+  // between the processes with prefill pending (SharedTimeline::Sharing::kSliced).
+  bool sliced_prefill = false;
 };
 
 class SimEngine {
@@ -63,9 +66,12 @@ class SimEngine {
   uint64_t draw_seed();
 
   // Serial prefill: `ms` of prefill work queued behind what earlier requests queued (on
-  // the shared queue where options().shared_prefill_path names one); returns the
-  // milliseconds from now until it is done.
-  double queue_prefill(double ms);
+  // the shared queue where options().shared_prefill_path names one); says in how many
+  // milliseconds from now it is done, if nothing more is queued meanwhile.
+  SharedTimeline::Queued queue_prefill(double ms);
+  // When that time comes: 0 if the work is done, else the milliseconds it still needs
+  // (a time-sliced GPU, options().sliced_prefill, slowed by work other replicas queued).
+  double prefill_left_ms(const SharedTimeline::Queued& q);
 
  private:
   // Per request, guarded by mu_.

@@ -74,7 +74,16 @@ void SimRequest::begin(int32_t cached_tokens) {
   const auto uncached = static_cast<double>(start_tokens_.size()) - cached_tokens;
   const double prefill_ms = jittered(ctx_.timing.prefill_us_per_token * uncached / 1000.0);
   const double ttft_ms = jittered(ctx_.timing.ttft_ms);
-  arm(ttft_ms + (ctx_.timing.serial_prefill ? ctx_.engine.queue_prefill(prefill_ms) : prefill_ms), &SimRequest::first_token);
+  if (!ctx_.timing.serial_prefill) return arm(ttft_ms + prefill_ms, &SimRequest::first_token);
+  prefill_ = ctx_.engine.queue_prefill(prefill_ms);
+  ttft_ms_ = ttft_ms;
+  arm(prefill_.done_in_ms, &SimRequest::prefilled);
+}
+
+void SimRequest::prefilled() {
+  const double left = ctx_.engine.prefill_left_ms(prefill_);
+  if (left > 0.01) return arm(left, &SimRequest::prefilled);
+  arm(ttft_ms_, &SimRequest::first_token);
 }
 
 void SimRequest::first_token() {

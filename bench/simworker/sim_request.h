@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/simworker/shared_timeline.h"
 #include "bench/simworker/sim_output.h"
 #include "bench/simworker/token_source.h"
 #include "common/http/server.h"
@@ -70,6 +71,7 @@ class SimRequest : public std::enable_shared_from_this<SimRequest> {
  private:
   void begin(int32_t cached_tokens);
   void arm(double ms, void (SimRequest::*next)());
+  void prefilled();  // the queued prefill's time came: first token, or wait on
   void first_token();
   void next_token();
   void end(const char* reason, std::string matched_stop);
@@ -90,6 +92,8 @@ class SimRequest : public std::enable_shared_from_this<SimRequest> {
   std::minstd_rand jitter_rng_;
   Clock::time_point last_token_at_{};
   bool done_ = false;
+  SharedTimeline::Queued prefill_;  // serial prefill: its prefill as queued, then the
+  double ttft_ms_ = 0;              // fixed part of its first token's latency
 };
 
 }  // namespace sy::sim

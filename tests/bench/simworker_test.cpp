@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "bench/simworker/shared_timeline.h"
 #include "common/model_identity.h"
 #include "common/model_source.h"
 #include "common/protocol/internal_api.h"
@@ -230,6 +231,59 @@ TEST(Simworker, SharedPrefillQueuesAcrossProcesses) {
   args.insert(args.end(), {"--shared-prefill", file});
   WorkerProcess w1 = start_sim(args), w2 = start_sim(args);
   expect_prefills_in_turn(w1.port(), w2.port());
+  const std::string uuid = reported_gpu_uuid(w1.port());
+  EXPECT_TRUE(uuid.starts_with("GPU-sim-")) << uuid;
+  EXPECT_EQ(reported_gpu_uuid(w2.port()), uuid);
+  std::remove(file.c_str());
+}
+
+// Processor sharing: of 100 ms and 10 ms queued at once, each runs at half speed until
+// the 10 finishes (20 ms in), then the rest of the 100 alone (110 ms in all).
+TEST(SlicedPrefill, ProcessorSharingArithmetic) {
+  std::vector<double> r = {100, 10};
+  EXPECT_DOUBLE_EQ(sim::sliced_finish_ms(r, 1), 20);
+  EXPECT_DOUBLE_EQ(sim::sliced_finish_ms(r, 0), 110);
+  sim::share_elapsed(r, 10);
+  EXPECT_EQ(r, (std::vector<double>{95, 5}));
+  sim::share_elapsed(r, 10);
+  EXPECT_EQ(r, (std::vector<double>{90, 0}));
+  sim::share_elapsed(r, 30);
+  EXPECT_EQ(r, (std::vector<double>{60, 0}));
+  sim::share_elapsed(r, 1000);
+  EXPECT_EQ(r, (std::vector<double>{0, 0}));
+  // One process queuing twice: the second waits for the first (its own work is one
+  // queue), the first not for the second.
+  const std::string file = ::testing::TempDir() + "sy-sliced-unit-" + std::to_string(::getpid());
+  std::remove(file.c_str());
+  sim::SharedTimeline t(file, sim::SharedTimeline::Sharing::kSliced);
+  const auto first = t.queue(1000);
+  EXPECT_NEAR(first.done_in_ms, 1000, 1);
+  EXPECT_NEAR(t.queue(500).done_in_ms, 1500, 50);
+  EXPECT_NEAR(t.left_ms(first), 1000, 50);
+  std::remove(file.c_str());
+}
+
+// Two simulated workers given one --sliced-prefill file share a GPU time-sliced: a short
+// prompt sent to one while the other works through a long prefill (200 tokens, 600 ms)
+// gets its first token after twice its own prefill (60 ms), not after the long one, as
+// it would behind one --shared-prefill queue; the long one, queued first, is slowed by
+// as much (its worker learns it when its first estimate comes).
+TEST(Simworker, SlicedPrefillServesAShortPromptBesideALongOne) {
+  const std::string file = ::testing::TempDir() + "sy-sliced-prefill-" + std::to_string(::getpid());
+  std::remove(file.c_str());
+  std::vector<std::string> args = kSlowPrefill;
+  args.insert(args.end(), {"--sliced-prefill", file});
+  WorkerProcess w1 = start_sim(args), w2 = start_sim(args);
+  Generated longer, shorter;
+  std::thread other([&] { longer = generate(w1.port(), generate_body("long", prompt_of(200, 2000), 2, 1)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  shorter = generate(w2.port(), generate_body("short", prompt_of(20, 3000), 2, 2));
+  other.join();
+  ASSERT_TRUE(longer.finished) << longer.status << " " << longer.error;
+  ASSERT_TRUE(shorter.finished) << shorter.error;
+  EXPECT_GE(ms(shorter.token_at[0]), 10 + 2 * 60.0 - 5);
+  EXPECT_LT(ms(shorter.token_at[0]), 400) << "served beside the long prefill, not behind it";
+  EXPECT_GE(ms(longer.token_at[0]), 10 + 600 + 60.0 - 5);
   const std::string uuid = reported_gpu_uuid(w1.port());
   EXPECT_TRUE(uuid.starts_with("GPU-sim-")) << uuid;
   EXPECT_EQ(reported_gpu_uuid(w2.port()), uuid);

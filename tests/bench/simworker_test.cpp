@@ -221,20 +221,41 @@ TEST(Simworker, SerialPrefillQueuesOnePromptBehindTheOther) {
   EXPECT_EQ(reported_gpu_uuid(w.port()), "") << "a queue of its own is no shared GPU";
 }
 
+// Two simulated workers given one FILE by `flag` (--shared-prefill, --sliced-prefill):
+// replicas on one simulated GPU, the file removed before and after.
+struct TwoOnOneGpu {
+  explicit TwoOnOneGpu(const std::string& flag)
+      : file(fresh(::testing::TempDir() + "sy-" + flag.substr(2) + "-" + std::to_string(::getpid()))),
+        w1(start_sim(args(flag))),
+        w2(start_sim(args(flag))) {}
+  ~TwoOnOneGpu() { std::remove(file.c_str()); }
+  static std::string fresh(const std::string& path) {
+    std::remove(path.c_str());
+    return path;
+  }
+  std::vector<std::string> args(const std::string& flag) const {
+    std::vector<std::string> a = kSlowPrefill;
+    a.insert(a.end(), {flag, file});
+    return a;
+  }
+  // Both report that GPU by one uuid, as two workers on a real one do.
+  void expect_one_gpu_reported() {
+    const std::string uuid = reported_gpu_uuid(w1.port());
+    EXPECT_TRUE(uuid.starts_with("GPU-sim-")) << uuid;
+    EXPECT_EQ(reported_gpu_uuid(w2.port()), uuid);
+  }
+
+  const std::string file;
+  WorkerProcess w1, w2;
+};
+
 // Two simulated workers given one --shared-prefill file are replicas on one GPU: a
 // prompt sent to each at once is prefilled one after the other, across the processes,
-// and both report that GPU by one uuid, as two workers on a real one do.
+// and both report that GPU.
 TEST(Simworker, SharedPrefillQueuesAcrossProcesses) {
-  const std::string file = ::testing::TempDir() + "sy-shared-prefill-" + std::to_string(::getpid());
-  std::remove(file.c_str());
-  std::vector<std::string> args = kSlowPrefill;
-  args.insert(args.end(), {"--shared-prefill", file});
-  WorkerProcess w1 = start_sim(args), w2 = start_sim(args);
-  expect_prefills_in_turn(w1.port(), w2.port());
-  const std::string uuid = reported_gpu_uuid(w1.port());
-  EXPECT_TRUE(uuid.starts_with("GPU-sim-")) << uuid;
-  EXPECT_EQ(reported_gpu_uuid(w2.port()), uuid);
-  std::remove(file.c_str());
+  TwoOnOneGpu gpu("--shared-prefill");
+  expect_prefills_in_turn(gpu.w1.port(), gpu.w2.port());
+  gpu.expect_one_gpu_reported();
 }
 
 // Processor sharing: of 100 ms and 10 ms queued at once, each runs at half speed until
@@ -269,25 +290,18 @@ TEST(SlicedPrefill, ProcessorSharingArithmetic) {
 // it would behind one --shared-prefill queue; the long one, queued first, is slowed by
 // as much (its worker learns it when its first estimate comes).
 TEST(Simworker, SlicedPrefillServesAShortPromptBesideALongOne) {
-  const std::string file = ::testing::TempDir() + "sy-sliced-prefill-" + std::to_string(::getpid());
-  std::remove(file.c_str());
-  std::vector<std::string> args = kSlowPrefill;
-  args.insert(args.end(), {"--sliced-prefill", file});
-  WorkerProcess w1 = start_sim(args), w2 = start_sim(args);
+  TwoOnOneGpu gpu("--sliced-prefill");
   Generated longer, shorter;
-  std::thread other([&] { longer = generate(w1.port(), generate_body("long", prompt_of(200, 2000), 2, 1)); });
+  std::thread other([&] { longer = generate(gpu.w1.port(), generate_body("long", prompt_of(200, 2000), 2, 1)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  shorter = generate(w2.port(), generate_body("short", prompt_of(20, 3000), 2, 2));
+  shorter = generate(gpu.w2.port(), generate_body("short", prompt_of(20, 3000), 2, 2));
   other.join();
   ASSERT_TRUE(longer.finished) << longer.status << " " << longer.error;
   ASSERT_TRUE(shorter.finished) << shorter.error;
   EXPECT_GE(ms(shorter.token_at[0]), 10 + 2 * 60.0 - 5);
   EXPECT_LT(ms(shorter.token_at[0]), 400) << "served beside the long prefill, not behind it";
   EXPECT_GE(ms(longer.token_at[0]), 10 + 600 + 60.0 - 5);
-  const std::string uuid = reported_gpu_uuid(w1.port());
-  EXPECT_TRUE(uuid.starts_with("GPU-sim-")) << uuid;
-  EXPECT_EQ(reported_gpu_uuid(w2.port()), uuid);
-  std::remove(file.c_str());
+  gpu.expect_one_gpu_reported();
 }
 
 TEST(Simworker, KvEventsSnapshotThenStoredAndRemovedHashes) {

@@ -47,7 +47,7 @@ struct SharedTimeline::SlicedFile {
 
 SharedTimeline::SharedTimeline(const std::string& path, Sharing sharing)
     : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)), sharing_(sharing) {
-  if (fd_ < 0) throw std::runtime_error("--shared-prefill " + path + ": " + std::strerror(errno));
+  if (fd_ < 0) throw std::runtime_error("prefill queue file " + path + ": " + std::strerror(errno));
 }
 
 SharedTimeline::~SharedTimeline() {

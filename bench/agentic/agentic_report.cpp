@@ -271,8 +271,7 @@ std::string agentic_summary(const json& r) {
   for (const json& x : r["by_replica"]["replicas"])
     o << " " << x["replica"].get<std::string>() << " " << x["sessions_started"] << "/" << x["turns"] << "/"
       << num(x["mean_in_flight"], 2) << "/" << num(x["mean_turn_s"], 2) << "/" << num(x["mean_ttft_s"], 2) << "/"
-      << num(x["mean_prompt_tokens"], 0) << "/"
-      << num(x["itl_ms_p50"], 1);
+      << num(x["mean_prompt_tokens"], 0) << "/" << num(x["itl_ms_p50"], 1);
   o << " (in-flight seconds busiest/least " << num(r["by_replica"]["busiest_over_least"], 2) << ")\n";
   o << "  fitted prefill cost ms/1K tokens per replica:";
   for (const json& c : r["load"]["mean_prefill_s_per_token_per_replica"])

@@ -35,8 +35,8 @@ class SharedTimeline {
   // Work queued: when it should be done, and what `left_ms` needs to tell if it is.
   struct Queued {
     double done_in_ms = 0;  // from when it was queued, if nothing more is queued meanwhile
-    size_t slot = 0;        // kSliced: the sharer's slot, and the amount of work that
-    double target_ms = 0;   // sharer must have served (since the file began) to be done
+    size_t slot = 0;        // kSliced: the sharer's slot in the file
+    double target_ms = 0;   // kSliced: the work that slot must have served to be done
   };
   // Queues `ms` of work (at the GPU's full speed).
   Queued queue(double ms);

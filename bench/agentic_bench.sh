@@ -156,7 +156,7 @@ YAML
     --seed "$SEED" --agent-types "$AGENT_TYPES" --system-tokens "$SYSTEM_TOKENS" --task-tokens "$TASK_TOKENS" \
     --tool-tokens "$TOOL_TOKENS" --reply-tokens "$REPLY_TOKENS" --turns "$TURNS" --think-s "$THINK_S" \
     --max-context "$MAX_CONTEXT" --session-rate "$RATE" --duration "$DURATION" --max-run-s "$MAX_RUN_S" \
-    --json-out "$OUT/agentic-$name.json" | tee "$OUT/agentic-$name.txt"
+    --json-out "$OUT/agentic-$name.json" --turns-out "$OUT/agentic-$name.turns.csv" | tee "$OUT/agentic-$name.txt"
   echo "$name: rc ${PIPESTATUS[0]}, $((SECONDS - t0)) s with startup"
   [ -f "$OUT/agentic-$name.json" ] && [ "$KEEP" != "$OUT" ] && cp "$OUT/agentic-$name.json" "$KEEP/"
   kill "$gw_pid"; wait "$gw_pid" 2> /dev/null; gw_pid=

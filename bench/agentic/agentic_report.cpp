@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <map>
 #include <sstream>
 
@@ -84,6 +85,28 @@ json load_json(const std::vector<LoadSample>& samples, double until_s = std::num
           {"sample_busiest_mean", max_sum / u},
           {"sample_least_mean", min_sum / u},
           {"sample_busiest_over_least", number(ratio(max_sum, min_sum))}};
+}
+
+// Each replica's mean in-flight per `bin_s` window of the run (rows by window): where
+// over the run the imbalance arose.
+json in_flight_series(const std::vector<LoadSample>& samples, double bin_s = 10) {
+  std::vector<std::vector<double>> sum;
+  std::vector<int64_t> n;
+  for (const LoadSample& s : samples) {
+    if (s.in_flight.empty()) continue;
+    const auto bin = static_cast<size_t>(std::max(0.0, s.at_s / bin_s));
+    if (sum.size() <= bin) sum.resize(bin + 1), n.resize(bin + 1);
+    if (sum[bin].size() < s.in_flight.size()) sum[bin].resize(s.in_flight.size());
+    for (size_t i = 0; i < s.in_flight.size(); ++i) sum[bin][i] += static_cast<double>(s.in_flight[i]);
+    ++n[bin];
+  }
+  json rows = json::array();
+  for (size_t b = 0; b < sum.size(); ++b) {
+    json row = json::array();
+    for (double v : sum[b]) row.push_back(n[b] ? std::round(100 * v / static_cast<double>(n[b])) / 100 : 0);
+    rows.push_back(row);
+  }
+  return {{"bin_s", bin_s}, {"mean_in_flight", rows}};
 }
 
 }  // namespace
@@ -232,6 +255,7 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
       // sessions, each tied to its home, leave some replicas idle before others.
       {"load_while_arriving", load_json(run.load, spec.duration_s)},
       {"load_sample_errors", run.load_sample_errors},
+      {"in_flight_series", in_flight_series(run.load)},
   };
 }
 
@@ -296,6 +320,20 @@ std::string agentic_summary(const json& r) {
   for (const auto& [kind, n] : r["errors_by_kind"].items())
     o << "  errors " << kind << ": " << n << "\n";
   for (const json& m : r["error_samples"]) o << "  error: " << m.get<std::string>() << "\n";
+  return o.str();
+}
+
+std::string agentic_turns_csv(const AgenticRun& run) {
+  auto at = [&](Clock::time_point t) { return std::chrono::duration<double>(t - run.start).count(); };
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(3)
+    << "session,agent_type,turn,replica,ok,issued_s,first_token_s,done_s,prompt_tokens,cached_tokens\n";
+  for (const TurnResult& t : run.turns) {
+    const RequestRecord& r = t.record;
+    o << t.session << ',' << t.agent_type << ',' << t.turn << ',' << r.replica << ',' << (r.ok() ? 1 : 0) << ','
+      << at(r.issued) << ',' << (r.arrivals.empty() ? -1.0 : at(r.arrivals.front().at)) << ',' << at(r.done) << ','
+      << r.prompt_tokens << ',' << r.cached_tokens << '\n';
+  }
   return o.str();
 }
 

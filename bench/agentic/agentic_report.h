@@ -44,5 +44,9 @@ std::optional<GatewayCounts> parse_gateway_counters(const std::string& metrics_t
 nlohmann::json agentic_report(const AgenticRun& run, const AgenticSpec& spec,
                               const std::string& label, const std::optional<GatewayCounts>& gateway);
 std::string agentic_summary(const nlohmann::json& report);
+// One CSV row per turn in completion order (a header first): session, agent type, turn,
+// replica, ok, seconds from the run's start when it was issued, got its first token (-1:
+// none) and finished, prompt and cached tokens: where each session's turns ran when.
+std::string agentic_turns_csv(const AgenticRun& run);
 
 }  // namespace sy::bench

@@ -18,7 +18,8 @@ constexpr const char* kUsage =
     "  [--seed 1] [--agent-types 4] [--system-tokens 2000] [--task-tokens 200]\n"
     "  [--tool-tokens 200,2000] [--reply-tokens 64,256] [--turns 5,30] [--max-context 65536]\n"
     "  [--think-s 0.5,3] [--session-rate 0.5] [--duration 60] [--max-run-s 0]\n"
-    "  [--timeout 300] [--sample-interval 0.25] [--label NAME] [--json-out FILE]\n";
+    "  [--timeout 300] [--sample-interval 0.25] [--label NAME] [--json-out FILE]\n"
+    "  [--turns-out FILE (one CSV row per turn: where and when it ran)]\n";
 
 std::pair<double, double> range(const std::string& v) {
   const size_t comma = v.find(',');
@@ -93,7 +94,7 @@ int main(int argc, char** argv) {
     if (auto v = take("admin-url")) options.admin_url = *v;
     if (auto v = take("model")) options.model = *v;
     const std::string url = *take("url"), label = *take("label");
-    const std::optional<std::string> json_out = take("json-out");
+    const std::optional<std::string> json_out = take("json-out"), turns_out = take("turns-out");
     if (!f.empty()) return std::cerr << "unknown flag --" << f.begin()->first << "\n" << kUsage, 1;
 
     const auto plan = plan_sessions(spec);
@@ -110,6 +111,11 @@ int main(int argc, char** argv) {
       std::ofstream out(*json_out);
       out << report.dump(1) << "\n";
       if (!out) throw std::runtime_error("cannot write " + *json_out);
+    }
+    if (turns_out) {
+      std::ofstream out(*turns_out);
+      out << agentic_turns_csv(run);
+      if (!out) throw std::runtime_error("cannot write " + *turns_out);
     }
     std::cout << agentic_summary(report) << std::flush;
     return report["valid"].get<bool>() ? 0 : 2;

@@ -190,6 +190,15 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   EXPECT_NE(agentic_summary(report).find("fitted prefill cost ms/1K tokens per replica: 300.0 100.0 (max/min 3.00)"), std::string::npos)
       << agentic_summary(report);
   EXPECT_NE(agentic_summary(report).find("INVALID"), std::string::npos);
+  // In-flight per 10 s: the two samples at 0 s, none in 10-20 s, the late one at 20 s.
+  EXPECT_EQ(report["in_flight_series"]["mean_in_flight"], nlohmann::json::parse("[[3, 1], [], [4, 0]]"));
+  // A CSV row per turn: the first on r0 (first token at 0.1 s, done at 0.12 s), the
+  // failed one on no replica and without a first token.
+  const std::string csv = agentic_turns_csv(run);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "session,agent_type,turn,replica,ok,issued_s,first_token_s,done_s,prompt_tokens,cached_tokens");
+  EXPECT_NE(csv.find("\n0,0,0,r0,1,0.000,0.100,0.120,100,0\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n0,0,2,r1,1,2.000,2.400,2.420,100,0\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n0,0,3,,0,0.000,-1.000,0.000,-1,-1\n"), std::string::npos) << csv;
 }
 
 }  // namespace

@@ -28,7 +28,10 @@
 // about a hundred recomputations behind. On four replicas sharing one H200 the plain
 // prediction (weight 1) moved 18 % of later turns, which computed 43 % of all prompt
 // tokens and doubled TTFT p90: a recomputation there slows every replica, which a
-// per-replica prediction does not see. Requests without a session weigh it once.
+// per-replica prediction does not see. Requests without a session weigh it once. A later
+// turn whose context is nowhere (no available replica holds more of its prompt than
+// another: its home evicted it, or its home is gone) is placed as a new session is, by
+// live sessions, and lives there from then on.
 //
 // With session_rebalance, a session's new turn leaves a home that has become overloaded
 // (its short sessions' neighbours ended elsewhere, say, after arrivals stopped): it is
@@ -63,18 +66,22 @@ class PrefixRouter : public Router {
     const auto flight_bound = static_cast<int64_t>(
         std::ceil(options_.load_bound * static_cast<double>(total_in_flight + 1) / available));
     const bool new_session = req.session_key != 0 && is_new_session(req.session_key, req.now_s);
-    Homes homes;  // empty unless this turn is placed as a new session's
-    if (new_session) {
-      homes = homes_of(replicas, req.now_s);
-    } else if (req.session_key != 0 && options_.session_rebalance) {
-      homes = homes_of(replicas, req.now_s);
-      if (!leave_home(sessions_.at(req.session_key), replicas, homes)) homes = {};
-    }
-    // A known session staying home; a moving one is placed as a new one.
-    const bool known_session = req.session_key != 0 && !new_session && homes.count.empty();
     auto cached_of = [&](const ReplicaState& r) {
       return std::min<int64_t>(static_cast<int64_t>(r.matched_blocks) * req.block_size, req.prompt_tokens);
     };
+    Homes homes;  // empty unless this turn is placed as a new session's
+    if (new_session) {
+      homes = homes_of(replicas, req.now_s);
+    } else if (req.session_key != 0) {
+      const Session& s = sessions_.at(req.session_key);
+      homes = homes_of(replicas, req.now_s);
+      if (context_lost(replicas, cached_of) || (options_.session_rebalance && overloaded(s, replicas, homes)))
+        count_off(s, replicas, homes);
+      else
+        homes = {};
+    }
+    // A known session staying home; a moving one is placed as a new one.
+    const bool known_session = req.session_key != 0 && !new_session && homes.count.empty();
     auto pick = [&](bool bounded) -> std::optional<size_t> {
       // A session's later turn is not held to the in-flight bound: moving it recomputes
       // its whole context (tens of thousands of tokens in an agent's late turns), which
@@ -179,10 +186,31 @@ class PrefixRouter : public Router {
     double placing(size_t i) const { return count[i] == 0 ? 0 : load(i); }
   };
 
+  // True when no available replica holds more of this prompt than another does: the
+  // session's own context (beyond what its agent type shares) is nowhere, its home
+  // having evicted it, or its home is gone. Such a turn computes its context wherever it
+  // goes, so it is placed by load as a new session is; by cost alone every replica
+  // predicted the same, and the tie fell by the prompt's first block, the same replica
+  // for every session of an agent type (measured in the time-sliced simulator: every one
+  // of 62 moved turns over four seeds held only the 2,992-token system prompt, and they
+  // went back and forth between the same replicas).
+  template <class CachedOf>
+  static bool context_lost(std::span<const ReplicaState> replicas, const CachedOf& cached_of) {
+    int64_t most = -1, second = -1;
+    for (const ReplicaState& r : replicas) {
+      if (!r.available) continue;
+      const int64_t c = cached_of(r);
+      if (c > most)
+        second = most, most = c;
+      else if (c > second)
+        second = c;
+    }
+    return most >= 0 && second >= most;
+  }
+
   // True when session s should leave its home (session_rebalance): the home's load with
-  // s exceeds load_bound × the least a replica elsewhere would carry with s. Then s no
-  // longer counts on its home in `homes`.
-  bool leave_home(const Session& s, std::span<const ReplicaState> replicas, Homes& homes) const {
+  // s exceeds load_bound × the least a replica elsewhere would carry with s.
+  bool overloaded(const Session& s, std::span<const ReplicaState> replicas, const Homes& homes) const {
     std::optional<size_t> home;
     double elsewhere = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < replicas.size(); ++i) {
@@ -194,10 +222,18 @@ class PrefixRouter : public Router {
     // A home that is gone or unavailable: the cost rule already sends the turn elsewhere.
     if (!home || !replicas[*home].available || homes.count[*home] < 1) return false;
     // Its home's load with s is that of the others there plus its own.
-    if (!(homes.load(*home, 0) > options_.load_bound * elsewhere)) return false;
-    --homes.count[*home];
-    homes.units[*home] -= homes.units_of(s);
-    return true;
+    return homes.load(*home, 0) > options_.load_bound * elsewhere;
+  }
+
+  // Session s, about to be placed again, no longer counts on its home in `homes` (where
+  // it counted: it is live).
+  void count_off(const Session& s, std::span<const ReplicaState> replicas, Homes& homes) const {
+    if (s.in_flight == 0 && homes.now_s - s.last_s > options_.session_idle_s) return;
+    for (size_t i = 0; i < replicas.size(); ++i)
+      if (replicas[i].id_hash == s.replica_id_hash && homes.count[i] > 0) {
+        --homes.count[i];
+        homes.units[i] -= homes.units_of(s);
+      }
   }
 
   // True when `key` is not remembered; forgets sessions idle for the TTL (swept at most

@@ -338,6 +338,44 @@ TEST(PrefixRouter, SessionRebalanceMovesASessionOffAnOverloadedHome) {
   }
 }
 
+// A later turn whose context no replica holds any more (every replica holds the same
+// part of its prompt: the shared system prompt, its home having evicted the rest) is
+// placed as a new session is, on the replica with the fewest live sessions; by cost
+// alone the replicas tie and the prompt's first block picks, here its crowded old home.
+// Where its home still holds its context, it stays, however crowded.
+TEST(PrefixRouter, ATurnWhoseContextIsNowhereIsPlacedByLoad) {
+  SplitMixRandom rnd(17);
+  auto router = make_router("prefix", {.session_idle_s = 10}, rnd);
+  const std::vector<ReplicaState> two = {replica(1), replica(2)};
+  auto turn = [&](uint64_t s, double now, const std::vector<ReplicaState>& r) {
+    return *router->choose({.affinity_key = 7, .prompt_tokens = 4000, .session_key = s, .now_s = now}, r);
+  };
+  // Four sessions alternate; a is where key 7's tie-break goes between empty replicas.
+  size_t home[5] = {};
+  for (uint64_t s = 1; s <= 4; ++s) home[s] = turn(s, 0, two);
+  const size_t a = home[1], b = 1 - a;
+  for (uint64_t s = 1; s <= 4; ++s) {
+    ASSERT_EQ(home[s], s % 2 ? a : b) << s;
+    router->attempt_ended(s, 1);
+  }
+  // b's sessions end; a's two keep turning. At 20 s a holds two live sessions, b none.
+  router->attempt_ended(3, 19);
+  std::vector<ReplicaState> shared_only = two;
+  for (auto& r : shared_only) r.matched_blocks = 180;  // the 2,880-token system prompt
+  std::vector<ReplicaState> at_home = shared_only;
+  at_home[a].matched_blocks = 240;
+  // Session 3 with its context at home: home.
+  EXPECT_EQ(turn(3, 20, at_home), a);
+  router->attempt_ended(3, 20.5);
+  // Session 1, its context evicted from a: to b, the replica without live sessions.
+  EXPECT_EQ(turn(1, 21, shared_only), b);
+  router->attempt_ended(1, 21.5);
+  // It lives at b now: its next turn, its context at b, goes there.
+  std::vector<ReplicaState> at_b = shared_only;
+  at_b[b].matched_blocks = 250;
+  EXPECT_EQ(turn(1, 23, at_b), b);
+}
+
 TEST(BaselineRouters, RoundRobinAndLeastLoaded) {
   SplitMixRandom rnd(7);
   auto rr = make_router("round_robin", {}, rnd);

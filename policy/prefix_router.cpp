@@ -29,8 +29,8 @@
 // prediction (weight 1) moved 18 % of later turns, which computed 43 % of all prompt
 // tokens and doubled TTFT p90: a recomputation there slows every replica, which a
 // per-replica prediction does not see. Requests without a session weigh it once. A later
-// turn whose context is nowhere (no available replica holds more of its prompt than
-// another: its home evicted it, or its home is gone) is placed as a new session is, by
+// turn whose context is nowhere (no available replica holds half of the session's last
+// prompt: its home evicted it, or its home is gone) is placed as a new session is, by
 // live sessions, and lives there from then on.
 //
 // With session_rebalance, a session's new turn leaves a home that has become overloaded
@@ -75,7 +75,7 @@ class PrefixRouter : public Router {
     } else if (req.session_key != 0) {
       const Session& s = sessions_.at(req.session_key);
       homes = homes_of(replicas, req.now_s);
-      if (context_lost(replicas, cached_of) || (options_.session_rebalance && overloaded(s, replicas, homes)))
+      if (context_lost(s, replicas, cached_of) || (options_.session_rebalance && overloaded(s, replicas, homes)))
         count_off(s, replicas, homes);
       else
         homes = {};
@@ -129,6 +129,7 @@ class PrefixRouter : public Router {
       if (s.in_flight == 0) s.busy_since_s = req.now_s;
       if (s.first_s < 0) s.first_s = req.now_s;
       s.last_s = req.now_s;
+      s.prompt_tokens = req.prompt_tokens;
       ++s.in_flight;
     }
     return best;
@@ -150,6 +151,7 @@ class PrefixRouter : public Router {
     double first_s = -1;    // when its first turn was sent
     double busy_s = 0;      // how long it has had an attempt in flight, up to busy_since_s
     double busy_since_s = 0;  // when its current attempts began (in_flight > 0)
+    int32_t prompt_tokens = 0;  // its last turn's: the context a replica holding it holds
     // Seconds with a turn in flight, in the `age` seconds since it began.
     double busy(double now_s) const { return busy_s + (in_flight > 0 ? now_s - busy_since_s : 0); }
     double age(double now_s) const { return now_s - first_s; }
@@ -186,26 +188,20 @@ class PrefixRouter : public Router {
     double placing(size_t i) const { return count[i] == 0 ? 0 : load(i); }
   };
 
-  // True when no available replica holds more of this prompt than another does: the
-  // session's own context (beyond what its agent type shares) is nowhere, its home
-  // having evicted it, or its home is gone. Such a turn computes its context wherever it
-  // goes, so it is placed by load as a new session is; by cost alone every replica
-  // predicted the same, and the tie fell by the prompt's first block, the same replica
-  // for every session of an agent type (measured in the time-sliced simulator: every one
-  // of 62 moved turns over four seeds held only the 2,992-token system prompt, and they
-  // went back and forth between the same replicas).
+  // True when no available replica holds half of session s's last prompt: its context
+  // (beyond what its agent type shares) is nowhere, its home having evicted it, or its
+  // home is gone. Such a turn computes its context wherever it goes, so it is placed by
+  // load as a new session is; by cost alone every replica predicted the same, and the
+  // tie fell by the prompt's first block, the same replica for every session of an agent
+  // type (measured in the time-sliced simulator: every one of 62 moved turns over four
+  // seeds held only the 2,992-token system prompt, and they went back and forth between
+  // the same replicas). A context held twice (a hedge computed it too) is not lost.
   template <class CachedOf>
-  static bool context_lost(std::span<const ReplicaState> replicas, const CachedOf& cached_of) {
-    int64_t most = -1, second = -1;
-    for (const ReplicaState& r : replicas) {
-      if (!r.available) continue;
-      const int64_t c = cached_of(r);
-      if (c > most)
-        second = most, most = c;
-      else if (c > second)
-        second = c;
-    }
-    return most >= 0 && second >= most;
+  static bool context_lost(const Session& s, std::span<const ReplicaState> replicas, const CachedOf& cached_of) {
+    int64_t most = 0;
+    for (const ReplicaState& r : replicas)
+      if (r.available) most = std::max(most, cached_of(r));
+    return 2 * most < s.prompt_tokens;
   }
 
   // True when session s should leave its home (session_rebalance): the home's load with

@@ -338,17 +338,17 @@ TEST(PrefixRouter, SessionRebalanceMovesASessionOffAnOverloadedHome) {
   }
 }
 
-// A later turn whose context no replica holds any more (every replica holds the same
-// part of its prompt: the shared system prompt, its home having evicted the rest) is
-// placed as a new session is, on the replica with the fewest live sessions; by cost
-// alone the replicas tie and the prompt's first block picks, here its crowded old home.
-// Where its home still holds its context, it stays, however crowded.
+// A later turn whose context no replica holds any more (no replica holds half of the
+// session's last prompt: only the shared system prompt, its home having evicted the
+// rest) is placed as a new session is, on the replica with the fewest live sessions; by
+// cost alone the replicas tie and the prompt's first block picks, here its crowded old
+// home. Where its home, or another replica, still holds its context, that one takes it.
 TEST(PrefixRouter, ATurnWhoseContextIsNowhereIsPlacedByLoad) {
   SplitMixRandom rnd(17);
   auto router = make_router("prefix", {.session_idle_s = 10}, rnd);
   const std::vector<ReplicaState> two = {replica(1), replica(2)};
   auto turn = [&](uint64_t s, double now, const std::vector<ReplicaState>& r) {
-    return *router->choose({.affinity_key = 7, .prompt_tokens = 4000, .session_key = s, .now_s = now}, r);
+    return *router->choose({.affinity_key = 7, .prompt_tokens = 12000, .session_key = s, .now_s = now}, r);
   };
   // Four sessions alternate; a is where key 7's tie-break goes between empty replicas.
   size_t home[5] = {};
@@ -359,20 +359,27 @@ TEST(PrefixRouter, ATurnWhoseContextIsNowhereIsPlacedByLoad) {
     router->attempt_ended(s, 1);
   }
   // b's sessions end; a's two keep turning. At 20 s a holds two live sessions, b none.
+  router->attempt_ended(1, 19);
   router->attempt_ended(3, 19);
   std::vector<ReplicaState> shared_only = two;
   for (auto& r : shared_only) r.matched_blocks = 180;  // the 2,880-token system prompt
   std::vector<ReplicaState> at_home = shared_only;
-  at_home[a].matched_blocks = 240;
+  at_home[a].matched_blocks = 700;  // 11,200 of the last prompt's 12,000 tokens
   // Session 3 with its context at home: home.
   EXPECT_EQ(turn(3, 20, at_home), a);
   router->attempt_ended(3, 20.5);
+  // Session 3 again, its context held at both (a hedge computed it on b too): not lost;
+  // by cost the replicas tie and the tie-break keeps it at a, where b's count would not.
+  std::vector<ReplicaState> at_both = at_home;
+  at_both[b].matched_blocks = 700;
+  EXPECT_EQ(turn(3, 20.6, at_both), a);
+  router->attempt_ended(3, 20.7);
   // Session 1, its context evicted from a: to b, the replica without live sessions.
   EXPECT_EQ(turn(1, 21, shared_only), b);
   router->attempt_ended(1, 21.5);
   // It lives at b now: its next turn, its context at b, goes there.
   std::vector<ReplicaState> at_b = shared_only;
-  at_b[b].matched_blocks = 250;
+  at_b[b].matched_blocks = 740;
   EXPECT_EQ(turn(1, 23, at_b), b);
 }
 

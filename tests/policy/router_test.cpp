@@ -297,6 +297,20 @@ TEST(PrefixRouter, AFixedLatencyCostsTurnsNotSessions) {
   EXPECT_EQ(homes[1], 5);
 }
 
+// Sessions 1..n's first turns at 0 s, which alternate between the two replicas (the
+// live-session rule), all ended at 1 s. Returns the replica session 1 went to: where
+// key 7's tie-break goes between empty replicas.
+size_t alternate_sessions(Router& router, const std::vector<ReplicaState>& two, uint64_t n, int32_t prompt_tokens) {
+  size_t a = 0;
+  for (uint64_t s = 1; s <= n; ++s) {
+    const size_t got = *router.choose({.affinity_key = 7, .prompt_tokens = prompt_tokens, .session_key = s, .now_s = 0}, two);
+    if (s == 1) a = got;
+    EXPECT_EQ(got, s % 2 ? a : 1 - a) << s;
+  }
+  for (uint64_t s = 1; s <= n; ++s) router.attempt_ended(s, 1);
+  return a;
+}
+
 // session_rebalance: after the sessions on one replica end, a session whose home holds
 // more than load_bound × what the emptier replica would hold with it moves there at its
 // next turn (and lives there after), despite its cached context at home; where the
@@ -309,13 +323,9 @@ TEST(PrefixRouter, SessionRebalanceMovesASessionOffAnOverloadedHome) {
     auto turn = [&](uint64_t s, double now, const std::vector<ReplicaState>& r) {
       return *router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = s, .now_s = now}, r);
     };
-    // Eight sessions alternate between the two replicas (the live-session rule).
-    size_t home[9] = {};
-    for (uint64_t s = 1; s <= 8; ++s) home[s] = turn(s, 0, two);
-    const size_t a = home[1], b = 1 - a;
-    for (uint64_t s = 1; s <= 8; ++s) ASSERT_EQ(home[s], s % 2 ? a : b) << s;
-    // Every turn ends at 1 s; b's four sessions finish (never return), a's keep turning.
-    for (uint64_t s = 1; s <= 8; ++s) router->attempt_ended(s, 1);
+    // Eight sessions alternate; every turn ends at 1 s; b's four sessions finish (never
+    // return), a's keep turning.
+    const size_t a = alternate_sessions(*router, two, 8, 1000), b = 1 - a;
     std::vector<ReplicaState> cached = two;
     cached[a].matched_blocks = 60;  // a holds the sessions' contexts
     // At 20 s only a's sessions are live (b's ended 19 s ago). Session 1's turn: a holds
@@ -350,14 +360,8 @@ TEST(PrefixRouter, ATurnWhoseContextIsNowhereIsPlacedByLoad) {
   auto turn = [&](uint64_t s, double now, const std::vector<ReplicaState>& r) {
     return *router->choose({.affinity_key = 7, .prompt_tokens = 12000, .session_key = s, .now_s = now}, r);
   };
-  // Four sessions alternate; a is where key 7's tie-break goes between empty replicas.
-  size_t home[5] = {};
-  for (uint64_t s = 1; s <= 4; ++s) home[s] = turn(s, 0, two);
-  const size_t a = home[1], b = 1 - a;
-  for (uint64_t s = 1; s <= 4; ++s) {
-    ASSERT_EQ(home[s], s % 2 ? a : b) << s;
-    router->attempt_ended(s, 1);
-  }
+  // Four sessions alternate, their first turns ended at 1 s.
+  const size_t a = alternate_sessions(*router, two, 4, 12000), b = 1 - a;
   // b's sessions end; a's two keep turning. At 20 s a holds two live sessions, b none.
   router->attempt_ended(1, 19);
   router->attempt_ended(3, 19);

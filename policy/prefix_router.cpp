@@ -159,6 +159,8 @@ class PrefixRouter : public Router {
     // Seconds with a turn in flight, in the `age` seconds since it began.
     double busy(double now_s) const { return busy_s + (in_flight > 0 ? now_s - busy_since_s : 0); }
     double age(double now_s) const { return now_s - first_s; }
+    // A turn in flight, or one that ended within idle_s.
+    bool live(double now_s, double idle_s) const { return in_flight > 0 || now_s - last_s <= idle_s; }
   };
 
   // A session's activity (the share of its life with a turn in flight) is its in-flight
@@ -229,7 +231,7 @@ class PrefixRouter : public Router {
   // Session s, about to be placed again, no longer counts on its home in `homes` (where
   // it counted: it is live).
   void count_off(const Session& s, std::span<const ReplicaState> replicas, Homes& homes) const {
-    if (s.in_flight == 0 && homes.now_s - s.last_s > options_.session_idle_s) return;
+    if (!s.live(homes.now_s, options_.session_idle_s)) return;
     for (size_t i = 0; i < replicas.size(); ++i)
       if (replicas[i].id_hash == s.replica_id_hash && homes.count[i] > 0) {
         --homes.count[i];
@@ -259,7 +261,7 @@ class PrefixRouter : public Router {
     std::vector<const Session*> live;
     double busy = 0, age = 0;
     for (const auto& [key, s] : sessions_)
-      if (s.in_flight > 0 || now_s - s.last_s <= options_.session_idle_s) {
+      if (s.live(now_s, options_.session_idle_s)) {
         live.push_back(&s);
         busy += s.busy(now_s);
         age += s.age(now_s);

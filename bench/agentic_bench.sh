@@ -23,6 +23,7 @@
 # COST_TOL (unset; routing.session_cost_tolerance, reports named POLICY-tolCOST_TOL),
 # RECOMPUTE (unset; routing.recompute_weight, reports named POLICY-rwRECOMPUTE),
 # SESSION_LOAD (unset; routing.session_load, count or activity, reports named POLICY-SESSION_LOAD),
+# LOST_CONTEXT (unset; routing.lost_context, sessions or kv, reports named POLICY-lostLOST_CONTEXT),
 # HEDGE (unset; 0: resilience.hedge false, reports named POLICY-nohedge),
 # PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu and sim:
 # build), SIM_ARGS (sim: the simworker's timing flags), PREFILL_US (sim: µs per uncached
@@ -111,6 +112,7 @@ rebalance=
 [ -n "${COST_TOL:-}" ] && rebalance="$rebalance, session_cost_tolerance: $COST_TOL" tag=$tag-tol$COST_TOL
 [ -n "${RECOMPUTE:-}" ] && rebalance="$rebalance, recompute_weight: $RECOMPUTE" tag=$tag-rw$RECOMPUTE
 [ -n "${SESSION_LOAD:-}" ] && rebalance="$rebalance, session_load: $SESSION_LOAD" tag=$tag-$SESSION_LOAD
+[ -n "${LOST_CONTEXT:-}" ] && rebalance="$rebalance, lost_context: $LOST_CONTEXT" tag=$tag-lost$LOST_CONTEXT
 resilience=
 [ "${HEDGE:-}" = 0 ] && resilience="resilience: {hedge: false}" tag=$tag-nohedge
 if [ -n "${SLOW_MS:-}" ]; then  # one replica (SLOW_REPLICA, 0) behind a faultproxy adding SLOW_MS ms

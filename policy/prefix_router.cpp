@@ -31,7 +31,8 @@
 // per-replica prediction does not see. Requests without a session weigh it once. A later
 // turn whose context is nowhere (no available replica holds half of the session's last
 // prompt: its home evicted it, or its home is gone) is placed as a new session is, by
-// live sessions, and lives there from then on.
+// live sessions, and lives there from then on (with lost_context_by_kv, among the
+// replicas within one session of the least loaded, where the live contexts are smallest).
 //
 // With session_rebalance, a session's new turn leaves a home that has become overloaded
 // (its short sessions' neighbours ended elsewhere, say, after arrivals stopped): it is
@@ -70,12 +71,13 @@ class PrefixRouter : public Router {
       return std::min<int64_t>(static_cast<int64_t>(r.matched_blocks) * req.block_size, req.prompt_tokens);
     };
     Homes homes;  // empty unless this turn is placed as a new session's
+    bool lost = false;
     if (new_session) {
       homes = homes_of(replicas, req.now_s);
     } else if (req.session_key != 0) {
       // (Live sessions are counted only where this turn may move: that walks them all.)
       const Session& s = sessions_.at(req.session_key);
-      const bool lost = context_lost(s, replicas, cached_of);
+      lost = context_lost(s, replicas, cached_of);
       if (lost || options_.session_rebalance) {
         homes = homes_of(replicas, req.now_s);
         if (lost || overloaded(s, replicas, homes))
@@ -97,6 +99,19 @@ class PrefixRouter : public Router {
       double min_home_load = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < homes.count.size(); ++i)
         if (eligible(replicas[i])) min_home_load = std::min(min_home_load, homes.placing(i));
+      // A lost context, with lost_context_by_kv: among the replicas within one session of
+      // the least loaded, those whose live contexts are smallest (the KV its
+      // recomputation would displace).
+      auto near_least = [&](size_t i) { return homes.placing(i) <= min_home_load + homes.weight[i] * (1 + 1e-9); };
+      int64_t min_context = std::numeric_limits<int64_t>::max();
+      if (lost && options_.lost_context_by_kv)
+        for (size_t i = 0; i < homes.count.size(); ++i)
+          if (eligible(replicas[i]) && near_least(i)) min_context = std::min(min_context, homes.context[i]);
+      auto placeable = [&](size_t i) {
+        if (homes.count.empty()) return true;
+        if (lost && options_.lost_context_by_kv) return near_least(i) && homes.context[i] <= min_context;
+        return homes.placing(i) <= min_home_load * (1 + 1e-9);
+      };
       // The most of the prompt any eligible replica holds: for a known session's later
       // turn (its own context), recomputing it elsewhere weighs recompute_weight times.
       const double weight = known_session ? options_.recompute_weight : 1.0;
@@ -107,7 +122,7 @@ class PrefixRouter : public Router {
       double min_cost = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < replicas.size(); ++i) {
         const ReplicaState& r = replicas[i];
-        if (!eligible(r) || (!homes.count.empty() && homes.placing(i) > min_home_load * (1 + 1e-9))) continue;
+        if (!eligible(r) || !placeable(i)) continue;
         const double recomputed = static_cast<double>(most_cached - cached_of(r)) * (weight - 1);
         cost[i] = predicted_first_token_s(r, req.prompt_tokens, req.block_size) + recomputed * r.prefill_s_per_token;
         min_cost = std::min(min_cost, cost[i]);
@@ -175,6 +190,7 @@ class PrefixRouter : public Router {
     std::vector<int64_t> count;
     std::vector<double> units;
     std::vector<double> weight;
+    std::vector<int64_t> context;  // the live sessions' last prompt tokens
     bool by_activity = false;
     double mean_activity = 0.5;  // in-flight seconds over age, summed over live sessions
     double now_s = 0;
@@ -236,6 +252,7 @@ class PrefixRouter : public Router {
       if (replicas[i].id_hash == s.replica_id_hash && homes.count[i] > 0) {
         --homes.count[i];
         homes.units[i] -= homes.units_of(s);
+        homes.context[i] -= s.prompt_tokens;
       }
   }
 
@@ -267,11 +284,17 @@ class PrefixRouter : public Router {
         age += s.age(now_s);
       }
     if (busy > 0 && age > 0) homes.mean_activity = busy / age;
-    std::unordered_map<uint64_t, std::pair<int64_t, double>> by_id;  // sessions, their units
+    struct Held {
+      int64_t sessions = 0;
+      double units = 0;
+      int64_t context = 0;
+    };
+    std::unordered_map<uint64_t, Held> by_id;
     for (const Session* s : live) {
-      auto& [n, units] = by_id[s->replica_id_hash];
-      ++n;
-      units += homes.units_of(*s);
+      Held& h = by_id[s->replica_id_hash];
+      ++h.sessions;
+      h.units += homes.units_of(*s);
+      h.context += s->prompt_tokens;
     }
     std::vector<double> fitted;
     for (const ReplicaState& r : replicas)
@@ -280,9 +303,10 @@ class PrefixRouter : public Router {
     const double tol = options_.session_cost_tolerance;
     for (const ReplicaState& r : replicas) {
       const auto it = by_id.find(r.id_hash);
-      const auto [n, units] = it == by_id.end() ? std::pair<int64_t, double>{0, 0} : it->second;
-      homes.count.push_back(n);
-      homes.units.push_back(units);
+      const Held h = it == by_id.end() ? Held{} : it->second;
+      homes.count.push_back(h.sessions);
+      homes.units.push_back(h.units);
+      homes.context.push_back(h.context);
       const double c = r.prefill_s_per_token;
       homes.weight.push_back(tol > 1 && c <= mid * tol && c * tol >= mid ? mid : c);
     }

@@ -79,6 +79,12 @@ struct RouterOptions {
   // one counted near the live sessions' mean) over that mean, so new sessions go where
   // the live ones are expected to keep the fewest turns in flight. A new one weighs one.
   bool session_load_activity = false;
+  // Where a later turn whose context is nowhere goes (the prefix router places it by
+  // live sessions, as a new session): false, the least loaded; true, among the replicas
+  // within one session of the least loaded, where the live sessions' last prompts sum to
+  // the fewest tokens (the KV its recomputation would push out). Off until measured on
+  // the GPU (docs/PERFORMANCE.md, 2026-12-03: a lead in the simulator).
+  bool lost_context_by_kv = false;
 };
 
 // "prefix" (default), "approximate" (the prefix router; the caller fills matched_blocks

@@ -81,6 +81,7 @@ struct RoutingConfig {
   double session_cost_tolerance = 1.0;  // policy::RouterOptions::session_cost_tolerance
   double recompute_weight = 100.0;      // policy::RouterOptions::recompute_weight
   std::string session_load = "count";   // count | activity: policy::RouterOptions::session_load_activity
+  std::string lost_context = "sessions";  // sessions | kv: policy::RouterOptions::lost_context_by_kv
 };
 
 // Hiding faults from clients (gateway/proxy_request.cpp): hedging before the first

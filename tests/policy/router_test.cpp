@@ -387,6 +387,26 @@ TEST(PrefixRouter, ATurnWhoseContextIsNowhereIsPlacedByLoad) {
   EXPECT_EQ(turn(1, 23, at_b), b);
 }
 
+// With lost_context_by_kv a lost context, among replicas equally loaded by sessions,
+// goes where the live sessions' contexts are smallest: its recomputation displaces the
+// least KV there. (Off, the prompt's first block decides: the big one on every key here.)
+TEST(PrefixRouter, ALostContextByKvGoesWhereLiveContextsAreSmallest) {
+  for (uint64_t key = 1; key <= 8; ++key) {  // whatever the prompt's first block
+    SplitMixRandom rnd(key);
+    auto router = make_router("prefix", {.session_idle_s = 10, .lost_context_by_kv = true}, rnd);
+    std::vector<ReplicaState> two = {replica(1), replica(2)};
+    auto turn = [&](uint64_t s, int32_t tokens, double now) {
+      return *router->choose({.affinity_key = key, .prompt_tokens = tokens, .session_key = s, .now_s = now}, two);
+    };
+    const size_t big = turn(10, 40000, 0), small = turn(11, 5000, 0.1);
+    ASSERT_NE(big, small);
+    turn(12, 12000, 0.2);
+    for (uint64_t s : {10, 11, 12}) router->attempt_ended(s, 1);
+    for (auto& r : two) r.matched_blocks = 180;  // the system prompt only: 12's context is lost
+    EXPECT_EQ(turn(12, 13000, 2), small) << "affinity key " << key;
+  }
+}
+
 TEST(BaselineRouters, RoundRobinAndLeastLoaded) {
   SplitMixRandom rnd(7);
   auto rr = make_router("round_robin", {}, rnd);

@@ -73,9 +73,9 @@ if [ "$MODE" = sim ]; then
   # The model: llama3-tiny's tokenizer and template with Llama 3.1's 128K context (its
   # llama.context_length rewritten in place), since only those are read.
   MODEL=${MODEL:-/tmp/llama3-tiny-128k.gguf}
-  if [ ! -f "$MODEL" ]; then
-    tar -xJf ../shared/fixtures/llama3-tiny.tar.xz -C /tmp llama3-tiny-bf16.gguf || exit 1
-    python3 - /tmp/llama3-tiny-bf16.gguf "$MODEL" <<'PY' || exit 1
+  if [ ! -f "$MODEL" ]; then  # made in a folder of this run's own, then renamed: parallel runs
+    tmp=$(mktemp -d) && tar -xJf ../shared/fixtures/llama3-tiny.tar.xz -C "$tmp" llama3-tiny-bf16.gguf || exit 1
+    python3 - "$tmp/llama3-tiny-bf16.gguf" "$tmp/model.gguf" <<'PY' && mv "$tmp/model.gguf" "$MODEL" && rm -rf "$tmp" || exit 1
 import struct, sys
 b = bytearray(open(sys.argv[1], "rb").read())
 key = b"llama.context_length"

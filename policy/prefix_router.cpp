@@ -86,6 +86,8 @@ class PrefixRouter : public Router {
           homes = {};
       }
     }
+    // A lost context placed where the live contexts are smallest (lost_context_by_kv).
+    const bool by_kv = lost && options_.lost_context_by_kv;
     // A known session staying home; a moving one is placed as a new one.
     const bool known_session = req.session_key != 0 && !new_session && homes.count.empty();
     auto pick = [&](bool bounded) -> std::optional<size_t> {
@@ -99,17 +101,16 @@ class PrefixRouter : public Router {
       double min_home_load = std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < homes.count.size(); ++i)
         if (eligible(replicas[i])) min_home_load = std::min(min_home_load, homes.placing(i));
-      // A lost context, with lost_context_by_kv: among the replicas within one session of
-      // the least loaded, those whose live contexts are smallest (the KV its
-      // recomputation would displace).
+      // by_kv: among the replicas within one session of the least loaded, those whose
+      // live contexts are smallest (the KV its recomputation would displace).
       auto near_least = [&](size_t i) { return homes.placing(i) <= min_home_load + homes.weight[i] * (1 + 1e-9); };
       int64_t min_context = std::numeric_limits<int64_t>::max();
-      if (lost && options_.lost_context_by_kv)
+      if (by_kv)
         for (size_t i = 0; i < homes.count.size(); ++i)
           if (eligible(replicas[i]) && near_least(i)) min_context = std::min(min_context, homes.context[i]);
       auto placeable = [&](size_t i) {
         if (homes.count.empty()) return true;
-        if (lost && options_.lost_context_by_kv) return near_least(i) && homes.context[i] <= min_context;
+        if (by_kv) return near_least(i) && homes.context[i] <= min_context;
         return homes.placing(i) <= min_home_load * (1 + 1e-9);
       };
       // The most of the prompt any eligible replica holds: for a known session's later

@@ -24,6 +24,7 @@
 # RECOMPUTE (unset; routing.recompute_weight, reports named POLICY-rwRECOMPUTE),
 # SESSION_LOAD (unset; routing.session_load, count or activity, reports named POLICY-SESSION_LOAD),
 # LOST_CONTEXT (unset; routing.lost_context, sessions or kv, reports named POLICY-lostLOST_CONTEXT),
+# NEW_SESSION (unset; routing.new_session, sessions or kv, reports named POLICY-newNEW_SESSION),
 # HEDGE (unset; 0: resilience.hedge false, reports named POLICY-nohedge),
 # PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu and sim:
 # build), SIM_ARGS (sim: the simworker's timing flags), PREFILL_US (sim: µs per uncached
@@ -113,6 +114,7 @@ rebalance=
 [ -n "${RECOMPUTE:-}" ] && rebalance="$rebalance, recompute_weight: $RECOMPUTE" tag=$tag-rw$RECOMPUTE
 [ -n "${SESSION_LOAD:-}" ] && rebalance="$rebalance, session_load: $SESSION_LOAD" tag=$tag-$SESSION_LOAD
 [ -n "${LOST_CONTEXT:-}" ] && rebalance="$rebalance, lost_context: $LOST_CONTEXT" tag=$tag-lost$LOST_CONTEXT
+[ -n "${NEW_SESSION:-}" ] && rebalance="$rebalance, new_session: $NEW_SESSION" tag=$tag-new$NEW_SESSION
 resilience=
 [ "${HEDGE:-}" = 0 ] && resilience="resilience: {hedge: false}" tag=$tag-nohedge
 if [ -n "${SLOW_MS:-}" ]; then  # one replica (SLOW_REPLICA, 0) behind a faultproxy adding SLOW_MS ms

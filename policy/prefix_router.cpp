@@ -32,7 +32,8 @@
 // turn whose context is nowhere (no available replica holds half of the session's last
 // prompt: its home evicted it, or its home is gone) is placed as a new session is, by
 // live sessions, and lives there from then on (with lost_context_by_kv, among the
-// replicas within one session of the least loaded, where the live contexts are smallest).
+// replicas within one session of the least loaded, where the live contexts are smallest;
+// new sessions too with new_session_by_kv).
 //
 // With session_rebalance, a session's new turn leaves a home that has become overloaded
 // (its short sessions' neighbours ended elsewhere, say, after arrivals stopped): it is
@@ -86,8 +87,8 @@ class PrefixRouter : public Router {
           homes = {};
       }
     }
-    // A lost context placed where the live contexts are smallest (lost_context_by_kv).
-    const bool by_kv = lost && options_.lost_context_by_kv;
+    // A lost context or a new session placed where the live contexts are smallest.
+    const bool by_kv = (lost && options_.lost_context_by_kv) || (new_session && options_.new_session_by_kv);
     // A known session staying home; a moving one is placed as a new one.
     const bool known_session = req.session_key != 0 && !new_session && homes.count.empty();
     auto pick = [&](bool bounded) -> std::optional<size_t> {

@@ -85,6 +85,13 @@ struct RouterOptions {
   // the fewest tokens (the KV its recomputation would push out). Off until measured on
   // the GPU (docs/PERFORMANCE.md, 2026-12-03: a lead in the simulator).
   bool lost_context_by_kv = false;
+  // Where a new session goes: false, the replica whose live sessions weigh least; true,
+  // among the replicas within one session of that, the one whose live sessions' last
+  // prompts sum to the fewest tokens, so sessions' growing contexts spread over the
+  // replicas' KV caches (placed by count alone, a replica already holding ~96K tokens of
+  // live context took a new session beside one holding ~58K; docs/PERFORMANCE.md,
+  // 2026-12-04).
+  bool new_session_by_kv = false;
 };
 
 // "prefix" (default), "approximate" (the prefix router; the caller fills matched_blocks

@@ -179,7 +179,7 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
   }
   if (const YAML::Node s = root["routing"]) {
     r.only(s, "routing.", {"policy", "load_bound", "approx_index_capacity", "session_rebalance", "session_cost_tolerance",
-                             "recompute_weight", "session_load", "lost_context"});
+                             "recompute_weight", "session_load", "lost_context", "new_session"});
     r.get(s, "policy", "routing.", c.routing.policy);
     r.get(s, "load_bound", "routing.", c.routing.load_bound);
     r.get(s, "approx_index_capacity", "routing.", c.routing.approx_index_capacity);
@@ -188,6 +188,7 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
     r.get(s, "recompute_weight", "routing.", c.routing.recompute_weight);
     r.get(s, "session_load", "routing.", c.routing.session_load);
     r.get(s, "lost_context", "routing.", c.routing.lost_context);
+    r.get(s, "new_session", "routing.", c.routing.new_session);
   }
   if (const YAML::Node s = root["resilience"]) {
     const std::string p = "resilience.";
@@ -354,6 +355,8 @@ void FleetConfig::validate(const std::string& label) const {
     fail("routing.session_load", "must be count or activity");
   if (routing.lost_context != "sessions" && routing.lost_context != "kv")
     fail("routing.lost_context", "must be sessions or kv");
+  if (routing.new_session != "sessions" && routing.new_session != "kv")
+    fail("routing.new_session", "must be sessions or kv");
   {
     const ResilienceConfig& x = resilience;
     const std::string& hp = x.hedge_max_priority;

@@ -82,6 +82,7 @@ struct RoutingConfig {
   double recompute_weight = 100.0;      // policy::RouterOptions::recompute_weight
   std::string session_load = "count";   // count | activity: policy::RouterOptions::session_load_activity
   std::string lost_context = "sessions";  // sessions | kv: policy::RouterOptions::lost_context_by_kv
+  std::string new_session = "sessions";   // sessions | kv: policy::RouterOptions::new_session_by_kv
 };
 
 // Hiding faults from clients (gateway/proxy_request.cpp): hedging before the first

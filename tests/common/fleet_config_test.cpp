@@ -63,6 +63,8 @@ modes:
   EXPECT_EQ(c.routing.recompute_weight, 100.0);
   EXPECT_EQ(c.routing.session_load, "count");
   EXPECT_EQ(c.routing.lost_context, "sessions");
+  EXPECT_EQ(c.routing.new_session, "sessions");
+  EXPECT_EQ(FleetConfig::parse("model: m\nmodes: {throughput: {replicas: 1}}\nrouting: {new_session: kv}\n", "t").routing.new_session, "kv");
   EXPECT_EQ(FleetConfig::parse("model: m\nmodes: {throughput: {replicas: 1}}\nrouting: {lost_context: kv}\n", "t").routing.lost_context, "kv");
   EXPECT_EQ(FleetConfig::parse("model: m\nmodes: {throughput: {replicas: 1}}\nrouting: {session_cost_tolerance: 1.5}\n", "t")
                 .routing.session_cost_tolerance,
@@ -178,6 +180,7 @@ TEST(FleetConfig, MistakesAreNamed) {
       {base + "routing: {recompute_weight: 0.9}\n", "routing.recompute_weight: must be in [1, 100]"},
       {base + "routing: {session_load: tokens}\n", "routing.session_load: must be count or activity"},
       {base + "routing: {lost_context: nearest}\n", "routing.lost_context: must be sessions or kv"},
+      {base + "routing: {new_session: nearest}\n", "routing.new_session: must be sessions or kv"},
       {"model: m\ndevices: [\"0\"]\nmodes: {throughput: {replicas: 2}}\n", "modes.throughput: 2 replicas × 1 devices need 2 devices, more than the 1 listed"},
       {"model: m\ndevices: [\"0\", \"1\"]\nmodes: {throughput: {replicas: 3}}\n", "3 replicas × 1 devices need 3 devices, more than the 2 listed"},
       {"model: m\ndevices: [gpu0]\nmodes: {throughput: {replicas: 1}}\n", "devices: 'gpu0' is neither cpu nor a GPU index"},

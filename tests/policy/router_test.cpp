@@ -407,6 +407,25 @@ TEST(PrefixRouter, ALostContextByKvGoesWhereLiveContextsAreSmallest) {
   }
 }
 
+// With new_session_by_kv a new session, among replicas equally loaded by sessions, goes
+// where the live sessions' contexts are smallest. (Off, the prompt's first block decides:
+// the big one on every key here, the one that took the first session.)
+TEST(PrefixRouter, ANewSessionByKvGoesWhereLiveContextsAreSmallest) {
+  for (uint64_t key = 1; key <= 8; ++key) {  // whatever the prompt's first block
+    SplitMixRandom rnd(key);
+    auto router = make_router("prefix", {.session_idle_s = 10, .new_session_by_kv = true}, rnd);
+    std::vector<ReplicaState> two = {replica(1), replica(2)};
+    auto turn = [&](uint64_t s, int32_t tokens, double now) {
+      return *router->choose({.affinity_key = key, .prompt_tokens = tokens, .session_key = s, .now_s = now}, two);
+    };
+    const size_t big = turn(10, 40000, 0), small = turn(11, 5000, 0.1);
+    ASSERT_NE(big, small);
+    for (uint64_t s : {10, 11}) router->attempt_ended(s, 1);
+    for (auto& r : two) r.matched_blocks = 180;  // the system prompt, on both
+    EXPECT_EQ(turn(12, 3000, 2), small) << "affinity key " << key;
+  }
+}
+
 TEST(BaselineRouters, RoundRobinAndLeastLoaded) {
   SplitMixRandom rnd(7);
   auto rr = make_router("round_robin", {}, rnd);

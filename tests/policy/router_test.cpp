@@ -387,23 +387,35 @@ TEST(PrefixRouter, ATurnWhoseContextIsNowhereIsPlacedByLoad) {
   EXPECT_EQ(turn(1, 23, at_b), b);
 }
 
+// Two equally loaded replicas whose first two sessions went apart: session 10's 40K
+// tokens on `big`, session 11's 5K on `small`; `key` is every prompt's first block.
+struct BigAndSmall {
+  BigAndSmall(uint64_t key, const RouterOptions& options)
+      : key(key), rnd(key), router(make_router("prefix", options, rnd)) {
+    big = turn(10, 40000, 0);
+    small = turn(11, 5000, 0.1);
+  }
+  size_t turn(uint64_t session, int32_t tokens, double now) {
+    return *router->choose({.affinity_key = key, .prompt_tokens = tokens, .session_key = session, .now_s = now}, two);
+  }
+  uint64_t key;
+  SplitMixRandom rnd;
+  std::unique_ptr<Router> router;
+  std::vector<ReplicaState> two = {replica(1), replica(2)};
+  size_t big = 0, small = 0;
+};
+
 // With lost_context_by_kv a lost context, among replicas equally loaded by sessions,
 // goes where the live sessions' contexts are smallest: its recomputation displaces the
 // least KV there. (Off, the prompt's first block decides: the big one on every key here.)
 TEST(PrefixRouter, ALostContextByKvGoesWhereLiveContextsAreSmallest) {
   for (uint64_t key = 1; key <= 8; ++key) {  // whatever the prompt's first block
-    SplitMixRandom rnd(key);
-    auto router = make_router("prefix", {.session_idle_s = 10, .lost_context_by_kv = true}, rnd);
-    std::vector<ReplicaState> two = {replica(1), replica(2)};
-    auto turn = [&](uint64_t s, int32_t tokens, double now) {
-      return *router->choose({.affinity_key = key, .prompt_tokens = tokens, .session_key = s, .now_s = now}, two);
-    };
-    const size_t big = turn(10, 40000, 0), small = turn(11, 5000, 0.1);
-    ASSERT_NE(big, small);
-    turn(12, 12000, 0.2);
-    for (uint64_t s : {10, 11, 12}) router->attempt_ended(s, 1);
-    for (auto& r : two) r.matched_blocks = 180;  // the system prompt only: 12's context is lost
-    EXPECT_EQ(turn(12, 13000, 2), small) << "affinity key " << key;
+    BigAndSmall f(key, {.session_idle_s = 10, .lost_context_by_kv = true});
+    ASSERT_NE(f.big, f.small);
+    f.turn(12, 12000, 0.2);
+    for (uint64_t s : {10, 11, 12}) f.router->attempt_ended(s, 1);
+    for (auto& r : f.two) r.matched_blocks = 180;  // the system prompt only: 12's context is lost
+    EXPECT_EQ(f.turn(12, 13000, 2), f.small) << "affinity key " << key;
   }
 }
 
@@ -412,17 +424,11 @@ TEST(PrefixRouter, ALostContextByKvGoesWhereLiveContextsAreSmallest) {
 // the big one on every key here, the one that took the first session.)
 TEST(PrefixRouter, ANewSessionByKvGoesWhereLiveContextsAreSmallest) {
   for (uint64_t key = 1; key <= 8; ++key) {  // whatever the prompt's first block
-    SplitMixRandom rnd(key);
-    auto router = make_router("prefix", {.session_idle_s = 10, .new_session_by_kv = true}, rnd);
-    std::vector<ReplicaState> two = {replica(1), replica(2)};
-    auto turn = [&](uint64_t s, int32_t tokens, double now) {
-      return *router->choose({.affinity_key = key, .prompt_tokens = tokens, .session_key = s, .now_s = now}, two);
-    };
-    const size_t big = turn(10, 40000, 0), small = turn(11, 5000, 0.1);
-    ASSERT_NE(big, small);
-    for (uint64_t s : {10, 11}) router->attempt_ended(s, 1);
-    for (auto& r : two) r.matched_blocks = 180;  // the system prompt, on both
-    EXPECT_EQ(turn(12, 3000, 2), small) << "affinity key " << key;
+    BigAndSmall f(key, {.session_idle_s = 10, .new_session_by_kv = true});
+    ASSERT_NE(f.big, f.small);
+    for (uint64_t s : {10, 11}) f.router->attempt_ended(s, 1);
+    for (auto& r : f.two) r.matched_blocks = 180;  // the system prompt, on both
+    EXPECT_EQ(f.turn(12, 3000, 2), f.small) << "affinity key " << key;
   }
 }
 

@@ -25,4 +25,15 @@ struct PagedKvTable {
   int32_t slot_of(int64_t pos) const { return static_cast<int32_t>(pos % block_size); }
 };
 
+// One block's copy between the KV cache and the backend's host tier (host memory that
+// keeps prefix blocks evicted from the cache): to_host saves cache block `block` into
+// host slot `host_slot`, otherwise the slot is loaded back into the block. A plan's
+// copies run in order before its tokens; no two loads of one plan write the same block.
+struct KvCopy {
+  int32_t block = 0;
+  int32_t host_slot = 0;
+  bool to_host = false;
+  bool operator==(const KvCopy&) const = default;
+};
+
 }  // namespace sy

@@ -1,50 +1,107 @@
 #include "common/kv_cache/kv_cache_manager.h"
 
+#include <unordered_set>
+
 #include "common/check.h"
 
 namespace sy {
 
-KvCacheManager::KvCacheManager(int32_t num_blocks, bool prefix_caching, KvEventHub* hub)
-    : num_blocks_(num_blocks), prefix_caching_(prefix_caching), hub_(hub), blocks_(static_cast<size_t>(num_blocks)) {
-  SY_CHECK(num_blocks > 0);
+KvCacheManager::KvCacheManager(int32_t num_blocks, bool prefix_caching, KvEventHub* hub, int32_t num_host_blocks)
+    : num_blocks_(num_blocks), prefix_caching_(prefix_caching), hub_(hub), blocks_(static_cast<size_t>(num_blocks)),
+      host_(static_cast<size_t>(prefix_caching ? num_host_blocks : 0)) {
+  SY_CHECK(num_blocks > 0 && num_host_blocks >= 0);
   free_.reserve(static_cast<size_t>(num_blocks));
   for (int32_t b = num_blocks - 1; b >= 0; --b) free_.push_back(b);
+  for (int32_t s = num_host_blocks - 1; s >= 0 && !host_.empty(); --s) host_free_.push_back(s);
 }
 
 int32_t KvCacheManager::match_prefix(const std::vector<uint64_t>& hashes, std::vector<int32_t>& blocks) {
   if (!prefix_caching_) return 0;
   int32_t n = 0;
   for (uint64_t h : hashes) {
-    auto it = by_hash_.find(h);
-    if (it == by_hash_.end()) break;
-    Block& b = blocks_[static_cast<size_t>(it->second)];
-    if (b.refs == 0) lru_.erase(b.lru_pos);
-    ++b.refs;
-    blocks.push_back(it->second);
+    if (auto it = by_hash_.find(h); it != by_hash_.end()) {
+      Block& b = blocks_[static_cast<size_t>(it->second)];
+      if (b.refs == 0) lru_.erase(b.lru_pos);
+      ++b.refs;
+      blocks.push_back(it->second);
+    } else {
+      auto on_host = host_by_hash_.find(h);
+      if (on_host == host_by_hash_.end() || num_available() == 0) break;
+      const int32_t slot = on_host->second;
+      pin(slot);  // before take_block, whose eviction may want a host slot
+      const int32_t id = take_block();
+      Block& b = blocks_[static_cast<size_t>(id)];
+      b.refs = 1;
+      b.hashed = true;
+      b.hash = h;
+      by_hash_[h] = id;
+      copies_.push_back({id, slot, false});
+      ++host_loaded_;
+      blocks.push_back(id);
+    }
     ++n;
   }
   return n;
 }
 
+void KvCacheManager::pin(int32_t slot) {
+  HostSlot& s = host_[static_cast<size_t>(slot)];
+  if (s.pinned) return;
+  host_lru_.erase(s.lru_pos);
+  s.pinned = true;
+  host_pinned_.push_back(slot);
+}
+
+std::optional<int32_t> KvCacheManager::take_host_slot() {
+  if (!host_free_.empty()) {
+    const int32_t slot = host_free_.back();
+    host_free_.pop_back();
+    return slot;
+  }
+  if (host_lru_.empty()) return std::nullopt;
+  const int32_t slot = host_lru_.front();
+  host_lru_.pop_front();
+  const uint64_t old = host_[static_cast<size_t>(slot)].hash;
+  host_by_hash_.erase(old);
+  if (!by_hash_.count(old)) note(KvEvent::Type::kRemoved, old);
+  return slot;
+}
+
 void KvCacheManager::evict(int32_t id) {
   Block& b = blocks_[static_cast<size_t>(id)];
   by_hash_.erase(b.hash);
-  note(KvEvent::Type::kRemoved, b.hash);
   b.hashed = false;
+  if (host_by_hash_.count(b.hash)) return;  // the host still holds it
+  if (const std::optional<int32_t> slot = take_host_slot()) {
+    HostSlot& s = host_[static_cast<size_t>(*slot)];
+    s.hash = b.hash;
+    s.pinned = true;  // until the save has been taken
+    host_pinned_.push_back(*slot);
+    host_by_hash_[b.hash] = *slot;
+    copies_.push_back({id, *slot, true});
+    ++host_saved_;
+    return;
+  }
+  note(KvEvent::Type::kRemoved, b.hash);
+}
+
+int32_t KvCacheManager::take_block() {
+  int32_t id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else {
+    id = lru_.front();
+    lru_.pop_front();
+    evict(id);
+  }
+  return id;
 }
 
 bool KvCacheManager::allocate(int32_t n, std::vector<int32_t>& blocks) {
   if (n > num_available()) return false;
   for (int32_t i = 0; i < n; ++i) {
-    int32_t id;
-    if (!free_.empty()) {
-      id = free_.back();
-      free_.pop_back();
-    } else {
-      id = lru_.front();
-      lru_.pop_front();
-      evict(id);
-    }
+    const int32_t id = take_block();
     blocks_[static_cast<size_t>(id)].refs = 1;
     blocks.push_back(id);
   }
@@ -59,7 +116,7 @@ void KvCacheManager::register_full_block(int32_t id, uint64_t hash) {
   b.hashed = true;
   b.hash = hash;
   by_hash_[hash] = id;
-  note(KvEvent::Type::kStored, hash);
+  if (!host_by_hash_.count(hash)) note(KvEvent::Type::kStored, hash);
 }
 
 void KvCacheManager::release(const std::vector<int32_t>& ids) {
@@ -74,6 +131,31 @@ void KvCacheManager::release(const std::vector<int32_t>& ids) {
       free_.push_back(id);
     }
   }
+}
+
+std::vector<KvCopy> KvCacheManager::take_copies() {
+  for (int32_t slot : host_pinned_) {
+    HostSlot& s = host_[static_cast<size_t>(slot)];
+    s.pinned = false;
+    host_lru_.push_back(slot);
+    s.lru_pos = std::prev(host_lru_.end());
+  }
+  host_pinned_.clear();
+  // A block loaded twice was evicted after its first load without a save (its hash is
+  // on the host): only the last load into it matters, and loads of one run are distinct.
+  std::vector<KvCopy> out;
+  out.reserve(copies_.size());
+  std::unordered_set<int32_t> loaded_later;
+  for (auto it = copies_.rbegin(); it != copies_.rend(); ++it) {
+    if (it->to_host) {
+      loaded_later.erase(it->block);
+    } else if (!loaded_later.insert(it->block).second) {
+      continue;
+    }
+    out.push_back(*it);
+  }
+  copies_.clear();
+  return {out.rbegin(), out.rend()};
 }
 
 void KvCacheManager::note(KvEvent::Type type, uint64_t hash) {

@@ -3,6 +3,14 @@
 // prefix hash is known, kept until its memory is needed (least recently released is
 // evicted first). Sequences with the same prefix share its cached blocks.
 //
+// With a host tier (num_host_blocks > 0), an evicted block's KV is saved to a host slot
+// instead of dropped (unless the host already holds its hash), and a prefix found there
+// is loaded back into fresh blocks instead of recomputed: the manager records each copy
+// (take_copies) and the backend runs them before the next step. Host slots are evicted
+// least recently used first; a slot a pending copy reads or writes is kept until the
+// copies are taken. A hash counts as cached (for events and matching) while the cache
+// or the host holds it.
+//
 // Owned by one thread (the worker's engine thread; the simulated worker's strand).
 // Changes to the set of cached hashes are collected and published to the KvEventHub
 // once per step (flush_events).
@@ -10,27 +18,34 @@
 
 #include <cstdint>
 #include <list>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "common/kv_cache/kv_events.h"
+#include "kernels/paged_kv.h"
 
 namespace sy {
 
 class KvCacheManager {
  public:
   // `hub` may be null (no events).
-  KvCacheManager(int32_t num_blocks, bool prefix_caching, KvEventHub* hub);
+  KvCacheManager(int32_t num_blocks, bool prefix_caching, KvEventHub* hub, int32_t num_host_blocks = 0);
 
   int32_t num_blocks() const { return num_blocks_; }
   // Blocks that allocate() can hand out: free ones plus evictable cached ones.
   int32_t num_available() const { return static_cast<int32_t>(free_.size() + lru_.size()); }
   int32_t num_used() const { return num_blocks_ - num_available(); }
   int32_t num_cached() const { return static_cast<int32_t>(by_hash_.size()); }
+  int32_t num_host_blocks() const { return static_cast<int32_t>(host_.size()); }
+  int32_t num_host_cached() const { return static_cast<int32_t>(host_by_hash_.size()); }
+  int64_t host_blocks_saved() const { return host_saved_; }
+  int64_t host_blocks_loaded() const { return host_loaded_; }
 
   // Takes a reference on the cached blocks of the longest prefix of `hashes` and
-  // appends them to `blocks`; returns how many.
+  // appends them to `blocks`; returns how many. Blocks the host tier holds are loaded
+  // into fresh blocks (as long as blocks are available).
   int32_t match_prefix(const std::vector<uint64_t>& hashes, std::vector<int32_t>& blocks);
 
   // Appends n fresh blocks (reference count 1), evicting cached blocks as needed; false
@@ -48,6 +63,10 @@ class KvCacheManager {
   // Publishes the hashes stored and removed since the last flush.
   void flush_events();
 
+  // The copies to and from the host tier recorded since the last call, in order; the
+  // next step's plan carries them (a load whose block a later load overwrites is left out).
+  std::vector<KvCopy> take_copies();
+
  private:
   struct Block {
     int32_t refs = 0;
@@ -55,7 +74,15 @@ class KvCacheManager {
     uint64_t hash = 0;
     std::list<int32_t>::iterator lru_pos;  // valid while cached (refs == 0 && hashed)
   };
+  struct HostSlot {
+    uint64_t hash = 0;
+    bool pinned = false;                    // a pending copy uses it: not evictable
+    std::list<int32_t>::iterator lru_pos;  // valid while held and not pinned
+  };
   void evict(int32_t block);
+  int32_t take_block();  // a free block, else the least recently released cached one
+  std::optional<int32_t> take_host_slot();
+  void pin(int32_t slot);
 
   int32_t num_blocks_;
   bool prefix_caching_;
@@ -64,6 +91,14 @@ class KvCacheManager {
   std::vector<int32_t> free_;        // no reference, no hash
   std::list<int32_t> lru_;           // cached, least recently released first
   std::unordered_map<uint64_t, int32_t> by_hash_;
+  std::vector<HostSlot> host_;
+  std::vector<int32_t> host_free_;
+  std::list<int32_t> host_lru_;  // held, unpinned slots, least recently used first
+  std::vector<int32_t> host_pinned_;
+  std::unordered_map<uint64_t, int32_t> host_by_hash_;
+  std::vector<KvCopy> copies_;
+  int64_t host_saved_ = 0;
+  int64_t host_loaded_ = 0;
   void note(KvEvent::Type type, uint64_t hash);
   // Changes since the last flush, in order, as runs of one type.
   std::vector<std::pair<KvEvent::Type, std::vector<uint64_t>>> pending_;

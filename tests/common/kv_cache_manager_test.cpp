@@ -70,6 +70,95 @@ TEST(KvCacheManager, DuplicateHashKeepsTheFirstBlockAndCachingCanBeOff) {
   EXPECT_EQ(off.match_prefix({9}, x), 0);
 }
 
+// Registers `hashes` on fresh blocks, one each, and releases them (they become cached).
+void cache(KvCacheManager& kv, const std::vector<uint64_t>& hashes) {
+  std::vector<int32_t> b;
+  ASSERT_TRUE(kv.allocate(static_cast<int32_t>(hashes.size()), b));
+  for (size_t i = 0; i < hashes.size(); ++i) kv.register_full_block(b[i], hashes[i]);
+  kv.release(b);
+}
+
+TEST(KvCacheManagerHostTier, EvictedBlocksAreSavedAndAMatchLoadsThemBack) {
+  KvEventHub hub;
+  auto sub = hub.subscribe(nullptr);
+  KvCacheManager kv(2, true, &hub, 4);
+  cache(kv, {100, 101});
+  EXPECT_TRUE(kv.take_copies().empty());
+  std::vector<int32_t> fresh;
+  ASSERT_TRUE(kv.allocate(2, fresh));  // evicts both: saved, not dropped
+  const std::vector<KvCopy> saves = kv.take_copies();
+  ASSERT_EQ(saves.size(), 2u);
+  EXPECT_TRUE(saves[0].to_host && saves[1].to_host);
+  EXPECT_EQ(kv.num_cached(), 0);
+  EXPECT_EQ(kv.num_host_cached(), 2);
+  kv.release(fresh);
+
+  std::vector<int32_t> m;
+  EXPECT_EQ(kv.match_prefix({100, 101, 102}, m), 2) << "the host tier still holds the prefix";
+  const std::vector<KvCopy> loads = kv.take_copies();
+  ASSERT_EQ(loads.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_FALSE(loads[i].to_host);
+    EXPECT_EQ(loads[i].block, m[i]);
+    EXPECT_EQ(loads[i].host_slot, saves[i].host_slot) << "100 went out first; each comes back from its slot";
+  }
+  EXPECT_EQ(kv.host_blocks_saved(), 2);
+  EXPECT_EQ(kv.host_blocks_loaded(), 2);
+  EXPECT_EQ(kv.num_cached(), 2);
+  kv.release(m);
+  // Evicted again: the host still has them, so nothing is copied.
+  ASSERT_TRUE(kv.allocate(2, fresh = {}));
+  EXPECT_TRUE(kv.take_copies().empty());
+  kv.flush_events();
+  const auto events = sub->drain();
+  ASSERT_EQ(events.size(), 2u) << "snapshot, stored {100, 101}; never removed while the host holds them";
+  EXPECT_EQ(events[1].hashes, (std::vector<uint64_t>{100, 101}));
+}
+
+TEST(KvCacheManagerHostTier, SlotsAreEvictedLruButNotWhileACopyUsesThem) {
+  KvEventHub hub;
+  auto sub = hub.subscribe(nullptr);
+  KvCacheManager kv(2, true, &hub, 1);
+  cache(kv, {1, 2});
+  std::vector<int32_t> fresh;
+  ASSERT_TRUE(kv.allocate(2, fresh));
+  // One slot: the first eviction's save pins it, so the second block is dropped.
+  ASSERT_EQ(kv.take_copies().size(), 1u);
+  EXPECT_EQ(kv.num_host_cached(), 1);
+  kv.register_full_block(fresh[0], 3);
+  kv.release(fresh);
+  ASSERT_TRUE(kv.allocate(2, fresh = {}));  // evicts 3: the slot's old hash (1) goes
+  ASSERT_EQ(kv.take_copies().size(), 1u);
+  std::vector<int32_t> m;
+  EXPECT_EQ(kv.match_prefix({1}, m), 0);
+  kv.flush_events();
+  const auto events = sub->drain();
+  ASSERT_EQ(events.size(), 5u);  // snapshot, stored {1, 2}, removed {2}, stored {3}, removed {1}
+  EXPECT_EQ(events[1].hashes, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(events[2].type, KvEvent::Type::kRemoved);
+  EXPECT_EQ(events[2].hashes, (std::vector<uint64_t>{2}));
+  EXPECT_EQ(events[4].type, KvEvent::Type::kRemoved);
+  EXPECT_EQ(events[4].hashes, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(hub.cached_count(), 1u);  // 3, on the host
+}
+
+TEST(KvCacheManagerHostTier, OnlyTheLastLoadIntoABlockIsCopied) {
+  KvCacheManager kv(1, true, nullptr, 2);
+  cache(kv, {10});
+  std::vector<int32_t> b;
+  ASSERT_TRUE(kv.allocate(1, b));  // 10 to the host
+  kv.register_full_block(b[0], 20);
+  kv.release(b);
+  ASSERT_TRUE(kv.allocate(1, b = {}));  // 20 to the host
+  kv.release(b);
+  ASSERT_EQ(kv.take_copies().size(), 2u);
+  std::vector<int32_t> m1, m2;
+  ASSERT_EQ(kv.match_prefix({10}, m1), 1);
+  kv.release(m1);  // e.g. admitted, then no room to run: it waits
+  ASSERT_EQ(kv.match_prefix({20}, m2), 1);  // the one block is evicted (10 is on the host) and reloaded
+  EXPECT_EQ(kv.take_copies(), (std::vector<KvCopy>{{m2[0], 1, false}}));
+}
+
 TEST(KvEventHub, SlowSubscriberIsCutOffInsteadOfGrowingWithoutBound) {
   KvEventHub hub(3);
   auto sub = hub.subscribe(nullptr);

@@ -40,6 +40,10 @@ WorkerMetrics register_worker_metrics(MetricsRegistry& m, const WorkerStats& st,
           "Requests cancelled (client gone or shutdown).", st.requests_aborted_total);
   counter("switchyard_worker_preemptions_total",
           "Requests preempted for KV space (recomputed later).", st.preemptions_total);
+  counter("switchyard_worker_kv_host_blocks_saved_total",
+          "KV blocks evicted from the cache and kept in the host tier.", st.kv_host_blocks_saved_total);
+  counter("switchyard_worker_kv_host_blocks_loaded_total",
+          "KV blocks of prefix hits copied back from the host tier.", st.kv_host_blocks_loaded_total);
   counter("switchyard_worker_engine_steps_total", "Engine steps run.", st.steps_total);
   m.gauge_fn("switchyard_worker_ready", "1 once the engine has run its warm-up step.",
              [ready = std::move(ready)] { return ready() ? 1.0 : 0.0; });

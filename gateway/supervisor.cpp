@@ -143,6 +143,7 @@ std::vector<std::string> Supervisor::worker_argv(int index) const {
   } else {
     a.insert(a.end(), {"--kv-memory-gb", std::to_string(f.worker.kv_memory_gb)});
   }
+  if (f.worker.kv_host_gb > 0) a.insert(a.end(), {"--kv-host-gb", std::to_string(f.worker.kv_host_gb)});
   if (r.devices.size() != 1 || r.devices[0] != "cpu") a.insert(a.end(), {"--device", "cuda"});
   if (r.tp > 1) a.insert(a.end(), {"--tp", std::to_string(r.tp)});
   if (r.pcp > 1) a.insert(a.end(), {"--pcp", std::to_string(r.pcp)});

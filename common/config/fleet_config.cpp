@@ -150,11 +150,12 @@ FleetConfig FleetConfig::parse(const std::string& text, const std::string& label
   }
   r.get(root, "default_mode", "", c.default_mode);
   if (const YAML::Node w = root["worker"]) {
-    r.only(w, "worker.", {"binary", "max_num_seqs", "kv_blocks", "kv_memory_gb", "prefill_chunk", "block_size", "cpu_threads", "numerics", "extra_args"});
+    r.only(w, "worker.", {"binary", "max_num_seqs", "kv_blocks", "kv_memory_gb", "kv_host_gb", "prefill_chunk", "block_size", "cpu_threads", "numerics", "extra_args"});
     r.get(w, "binary", "worker.", c.worker.binary);
     r.get(w, "max_num_seqs", "worker.", c.worker.max_num_seqs);
     r.get(w, "kv_blocks", "worker.", c.worker.kv_blocks);
     r.get(w, "kv_memory_gb", "worker.", c.worker.kv_memory_gb);
+    r.get(w, "kv_host_gb", "worker.", c.worker.kv_host_gb);
     r.get(w, "prefill_chunk", "worker.", c.worker.prefill_chunk);
     r.get(w, "block_size", "worker.", c.worker.block_size);
     r.get(w, "cpu_threads", "worker.", c.worker.cpu_threads);
@@ -326,6 +327,7 @@ void FleetConfig::validate(const std::string& label) const {
   if (worker.numerics != "deterministic" && worker.numerics != "fast" && worker.numerics != "auto")
     fail("worker.numerics", "must be deterministic, fast or auto");
   if (worker.kv_blocks < 0 || !(worker.kv_memory_gb > 0)) fail("worker", "kv_blocks must be >= 0 and kv_memory_gb > 0");
+  if (!(worker.kv_host_gb >= 0) || worker.kv_host_gb > 1e6) fail("worker.kv_host_gb", "must be 0 or more (GiB of host memory)");
   if (!(shutdown.drain_grace_s >= 0) || !(shutdown.worker_stop_grace_s >= 0) || shutdown.drain_grace_s > 86400 ||
       shutdown.worker_stop_grace_s > 86400)
     fail("shutdown", "drain_grace_s and worker_stop_grace_s between 0 and 86400");

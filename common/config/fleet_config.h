@@ -28,6 +28,7 @@ struct WorkerConfig {
   int32_t max_num_seqs = 8;
   int32_t kv_blocks = 0;         // 0: from kv_memory_gb
   double kv_memory_gb = 1.0;
+  double kv_host_gb = 0;         // serve --kv-host-gb: host memory for evicted prefix blocks
   int32_t prefill_chunk = 256;
   int32_t block_size = 16;
   int32_t cpu_threads = 0;       // per CPU replica; 0: the host's cores divided among replicas

@@ -1,6 +1,7 @@
 #include "worker/backend/backend.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -43,6 +44,19 @@ void Backend::forward_sample(const BatchPlan&, std::span<const RowSampling>,
 size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size, size_t bytes_per_value) {
   return static_cast<size_t>(c.n_layers) * static_cast<size_t>(block_size) *
          static_cast<size_t>(c.kv_dim()) * 2 * bytes_per_value;
+}
+
+void copy_kv_blocks(const KvBlockLayout& l, std::span<const KvCopy> copies, char* cache, char* host) {
+  for (const KvCopy& c : copies)
+    for (int32_t layer = 0; layer < l.layers; ++layer)
+      for (size_t half = 0; half < 2; ++half) {
+        char* dev = cache + (2 * static_cast<size_t>(layer) + half) * l.half_bytes + static_cast<size_t>(c.block) * l.chunk_bytes;
+        char* hst = host + static_cast<size_t>(c.host_slot) * l.slot_bytes() + (2 * static_cast<size_t>(layer) + half) * l.chunk_bytes;
+        if (c.to_host)
+          std::memcpy(hst, dev, l.chunk_bytes);
+        else
+          std::memcpy(dev, hst, l.chunk_bytes);
+      }
 }
 
 std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSource& src,

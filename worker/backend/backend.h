@@ -89,6 +89,10 @@ struct BackendOptions {
   bool cpu_kv_f16 = false;
   int32_t num_kv_blocks = 0;  // 0: derive from kv_memory_bytes
   size_t kv_memory_bytes = size_t{2} << 30;
+  // Host memory per rank for the KV host tier (common/kv_cache/kv_cache_manager.h):
+  // prefix blocks evicted from the cache are kept there and copied back on a hit
+  // (cuda: pinned, read and written by a copy kernel). 0: none. Not with pcp > 1.
+  size_t kv_host_memory_bytes = 0;
   // cuda: with num_kv_blocks 0 and this > 0, the KV cache takes this fraction of the
   // device memory still free after weights and buffers, instead of kv_memory_bytes.
   double kv_free_memory_fraction = 0;
@@ -117,9 +121,12 @@ class Backend {
   virtual const ModelConfig& config() const = 0;
   virtual int32_t block_size() const = 0;
   virtual int32_t num_kv_blocks() const = 0;
+  // Blocks the host tier holds (BackendOptions::kv_host_memory_bytes); 0: no tier.
+  virtual int32_t num_host_kv_blocks() const { return 0; }
 
-  // Runs one step: writes this step's keys and values into the cache and returns the
-  // logits of plan.logits_rows, row-major [logits_rows.size(), vocab], in `logits`.
+  // Runs one step: runs plan.kv_copies, writes this step's keys and values into the
+  // cache and returns the logits of plan.logits_rows, row-major [logits_rows.size(),
+  // vocab], in `logits`.
   virtual void forward(const BatchPlan& plan, std::vector<float>& logits) = 0;
 
   // Whether forward_sample() is implemented: the backend chooses tokens where the
@@ -135,6 +142,22 @@ class Backend {
 // KV bytes per block for a model: layers × block_size × kv_dim × (K and V) × bytes per
 // value (float32 unless given: 2 for the cpu half cache).
 size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size, size_t bytes_per_value = sizeof(float));
+
+// Where one block's keys and values sit, for the host tier's copies. Both backends lay
+// the cache out per layer as keys [num_blocks, kv heads, block_size, head_dim], then
+// values; a host slot holds one block as [layer][keys, values][kv heads, block_size,
+// head_dim], chunk_bytes each.
+struct KvBlockLayout {
+  size_t chunk_bytes = 0;  // one block of one layer's keys (or values)
+  size_t half_bytes = 0;   // one layer's keys: num_blocks × chunk_bytes
+  int32_t layers = 0;
+  size_t slot_bytes() const { return chunk_bytes * 2 * static_cast<size_t>(layers); }
+};
+
+// Runs `copies` in order between `cache` (laid out as `l` says) and `host` slots, on the
+// calling thread: the cpu backend's copies, and the reference the cuda kernel is tested
+// against.
+void copy_kv_blocks(const KvBlockLayout& l, std::span<const KvCopy> copies, char* cache, char* host);
 
 // The cuda devices `name` gives `ranks` ranks (a group's tp × pcp), in rank order:
 // "cuda" → 0..ranks-1, "cuda:N" → N..N+ranks-1, "cuda:A,B,..." → that list (repeats

@@ -248,6 +248,19 @@ CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const 
     kv16_.reset(new uint16_t[layer_kv_floats_ * 2 * static_cast<size_t>(config.n_layers)]);
   else
     kv_.reset(new float[layer_kv_floats_ * 2 * static_cast<size_t>(config.n_layers)]);
+  if (options.kv_host_memory_bytes > 0) {
+    if (cp.size > 1) throw std::invalid_argument("the KV host tier is not supported with context parallelism (pcp > 1) yet");
+    const size_t slot = kv_layout().slot_bytes();
+    num_host_blocks_ = static_cast<int32_t>(std::min<size_t>(options.kv_host_memory_bytes / slot, INT32_MAX));
+    if (num_host_blocks_ <= 0) throw std::invalid_argument("the KV host memory budget holds no block");
+    host_kv_.reset(new char[static_cast<size_t>(num_host_blocks_) * slot]);
+  }
+}
+
+KvBlockLayout CpuBackend::kv_layout() const {
+  const size_t value = kv16_ ? sizeof(uint16_t) : sizeof(float);
+  return {static_cast<size_t>(block_size_) * static_cast<size_t>(local_.kv_dim()) * value, layer_kv_floats_ * value,
+          weights_.config.n_layers};
 }
 
 CpuBackend::~CpuBackend() = default;
@@ -276,8 +289,10 @@ void CpuBackend::all_reduce(float* data, size_t n) const {
 
 void CpuBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
   const ModelConfig& c = weights_.config;
-  const std::string bad = plan.validate(block_size_, num_kv_blocks(), c.vocab);
+  const std::string bad = plan.validate(block_size_, num_kv_blocks(), c.vocab, num_host_blocks_);
   SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
+  char* cache = kv16_ ? reinterpret_cast<char*>(kv16_.get()) : reinterpret_cast<char*>(kv_.get());
+  copy_kv_blocks(kv_layout(), plan.kv_copies, cache, host_kv_.get());
   Step step(*this, plan);
   run_decoder(step, c.n_layers, comm_ != nullptr);
 

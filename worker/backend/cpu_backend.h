@@ -54,6 +54,7 @@ class CpuBackend : public Backend {
   const ModelConfig& config() const override { return weights_.config; }
   int32_t block_size() const override { return block_size_; }
   int32_t num_kv_blocks() const override { return num_blocks_ * cp_size_; }
+  int32_t num_host_kv_blocks() const override { return num_host_blocks_; }
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
   // Where a step's time goes (worker/backend/step_profile.h): each decoder op's wall time
   // summed over the layers, then the LM head, medians over `repeats` runs of `plan`
@@ -93,6 +94,10 @@ class CpuBackend : public Backend {
   std::unique_ptr<float[]> kv_;
   std::unique_ptr<uint16_t[]> kv16_;
   size_t layer_kv_floats_ = 0;  // values per layer's keys (and per its values)
+  KvBlockLayout kv_layout() const;
+  // The KV host tier (BackendOptions::kv_host_memory_bytes): num_host_blocks_ slots.
+  std::unique_ptr<char[]> host_kv_;
+  int32_t num_host_blocks_ = 0;
   // Activations, grown to the largest step seen.
   std::vector<float> x_, h_, qkv_, attn_, proj_, gate_up_, act_, last_, local_logits_, gathered_, rows_, send_, recv_;
 };

@@ -12,6 +12,8 @@ GroupBackend::GroupBackend(std::vector<std::unique_ptr<Backend>> ranks, parallel
   if (ranks_.empty()) throw std::invalid_argument("a group needs ranks");
   num_kv_blocks_ = ranks_[0]->num_kv_blocks();
   for (const auto& r : ranks_) num_kv_blocks_ = std::min(num_kv_blocks_, r->num_kv_blocks());
+  num_host_kv_blocks_ = ranks_[0]->num_host_kv_blocks();
+  for (const auto& r : ranks_) num_host_kv_blocks_ = std::min(num_host_kv_blocks_, r->num_host_kv_blocks());
   scratch_logits_.resize(ranks_.size());
   scratch_ids_.resize(ranks_.size());
   for (int r = 1; r < size(); ++r) threads_.emplace_back([this, r] { rank_loop(r); });

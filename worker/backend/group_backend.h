@@ -33,6 +33,7 @@ class GroupBackend : public Backend {
   const ModelConfig& config() const override { return ranks_[0]->config(); }
   int32_t block_size() const override { return ranks_[0]->block_size(); }
   int32_t num_kv_blocks() const override { return num_kv_blocks_; }
+  int32_t num_host_kv_blocks() const override { return num_host_kv_blocks_; }
   int size() const { return static_cast<int>(ranks_.size()); }
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
   bool samples_on_device() const override { return ranks_[0]->samples_on_device(); }
@@ -46,6 +47,7 @@ class GroupBackend : public Backend {
   std::vector<std::unique_ptr<Backend>> ranks_;
   parallel::CommunicatorGroup comms_;
   int32_t num_kv_blocks_ = 0;
+  int32_t num_host_kv_blocks_ = 0;  // every rank's copies run the plan's kv_copies on its shard
   std::vector<std::vector<float>> scratch_logits_;  // ranks 1.. compute logits too
   std::vector<std::vector<int32_t>> scratch_ids_;
 

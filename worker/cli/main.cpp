@@ -37,7 +37,9 @@ const char kUsage[] =
     "             [--numerics auto|deterministic|fast]  (batch-invariant or fastest kernels; auto:\n"
     "             the backend's default, cpu deterministic, cuda fast; docs/NUMERICS.md)\n"
     "             [--kv-dtype f32|f16]  (cpu: the KV cache in float32, the default, or IEEE half:\n"
-    "             half the bytes per token, each key and value rounded once; not with --pcp)\n";
+    "             half the bytes per token, each key and value rounded once; not with --pcp)\n"
+    "             [--kv-host-gb X]  (host memory per rank that keeps prefix blocks evicted from the\n"
+    "             KV cache, copied back on a hit instead of recomputed; cuda: pinned; not with --pcp)\n";
 
 }  // namespace
 

@@ -45,6 +45,7 @@ int run_serve(const std::vector<std::string>& argv) {
   std::set<std::string> valued = serve_flag_names();
   valued.insert("device");
   valued.insert("chat-template-kwargs");
+  valued.insert("kv-host-gb");
   const Args a(argv, valued, {"no-prefix-caching"});
   const ServeFlags f = read_serve_flags(a);
   BackendOptions bo;
@@ -61,6 +62,11 @@ int run_serve(const std::vector<std::string>& argv) {
   bo.max_num_seqs = f.max_num_seqs;
   bo.max_step_tokens = f.prefill_chunk + f.max_num_seqs;
   if (!f.kv_blocks && !f.kv_memory_gb) bo.kv_free_memory_fraction = 0.9;
+  if (a.has("kv-host-gb")) {
+    const double gb = a.get_double("kv-host-gb", 0);
+    if (!(gb >= 0) || gb > 1e6) throw cli::UsageError("--kv-host-gb must be 0 or more");
+    bo.kv_host_memory_bytes = static_cast<size_t>(gb * double(1 << 30));
+  }
   const std::string& model_path = f.model;
 
   // The model, its tokenizer and chat template, the backend and the engine.

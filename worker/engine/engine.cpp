@@ -32,7 +32,7 @@ class Engine::Impl {
  public:
   Impl(Engine& e)
       : engine(e),
-        kv(e.backend_->num_kv_blocks(), e.options_.prefix_caching, &e.kv_events_),
+        kv(e.backend_->num_kv_blocks(), e.options_.prefix_caching, &e.kv_events_, e.backend_->num_host_kv_blocks()),
         scheduler(kv, e.backend_->block_size(), e.options_.max_num_seqs, e.options_.prefill_chunk, e.options_.model_fingerprint),
         output(*e.tokenizer_, e.backend_->config().max_context) {}
 
@@ -162,6 +162,7 @@ class Engine::Impl {
       const std::vector<int32_t> chunk(s->tokens.begin() + s->num_computed, s->tokens.begin() + s->num_computed + e.num_tokens);
       plan.add_sequence(chunk, s->num_computed, s->blocks, bs, e.sample ? BatchPlan::Logits::kLast : BatchPlan::Logits::kNone);
     }
+    plan.kv_copies = kv.take_copies();
     // Tokens are chosen on the device when the backend can and no row needs the whole
     // logits row on the host (penalties read the context; logprobs the softmax).
     bool on_device = engine.options_.device_sampling && engine.backend_->samples_on_device();
@@ -236,6 +237,8 @@ class Engine::Impl {
     engine.stats_.requests_waiting = scheduler.num_waiting();
     engine.stats_.kv_blocks_used = kv.num_used();
     engine.stats_.kv_blocks_total = kv.num_blocks();
+    engine.stats_.kv_host_blocks_saved_total = kv.host_blocks_saved();
+    engine.stats_.kv_host_blocks_loaded_total = kv.host_blocks_loaded();
   }
 
   void abort_all() {
@@ -381,6 +384,7 @@ std::vector<float> Engine::prompt_logits(const std::vector<int32_t>& prompt, boo
       plan.add_sequence({prompt.begin() + done, prompt.begin() + done + n}, done,
                         {blocks.begin(), blocks.begin() + blocks_for(done + n, bs)}, bs,
                         all_positions ? BatchPlan::Logits::kAll : last ? BatchPlan::Logits::kLast : BatchPlan::Logits::kNone);
+      plan.kv_copies = impl_->kv.take_copies();  // the allocation's evictions, saved first
       backend_->forward(plan, step_logits);
       if (all_positions || last) logits.insert(logits.end(), step_logits.begin(), step_logits.end());
       done += n;

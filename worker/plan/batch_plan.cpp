@@ -28,7 +28,7 @@ void BatchPlan::add_sequence(const std::vector<int32_t>& tokens, int32_t first_p
     for (int32_t i = 0; i < n; ++i) logits_rows.push_back(row0 + i);
 }
 
-std::string BatchPlan::validate(int32_t block_size, int32_t num_blocks, int32_t vocab) const {
+std::string BatchPlan::validate(int32_t block_size, int32_t num_blocks, int32_t vocab, int32_t num_host_blocks) const {
   const int32_t S = num_seqs();
   const int32_t T = num_tokens();
   if (positions.size() != token_ids.size()) return "positions and token_ids differ in length";
@@ -48,6 +48,9 @@ std::string BatchPlan::validate(int32_t block_size, int32_t num_blocks, int32_t 
   }
   for (int32_t r : logits_rows)
     if (r < 0 || r >= T) return "logits row out of range";
+  for (const KvCopy& c : kv_copies)
+    if (c.block < 0 || c.block >= num_blocks || c.host_slot < 0 || c.host_slot >= num_host_blocks)
+      return "host-tier copy of block " + std::to_string(c.block) + " and slot " + std::to_string(c.host_slot) + " out of range";
   return {};
 }
 

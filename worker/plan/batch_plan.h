@@ -19,6 +19,9 @@ struct BatchPlan {
   std::vector<int32_t> kv_indices;         // block ids, covering each sequence's context
   std::vector<int32_t> kv_last_block_len;  // [S] tokens in each sequence's last block
   std::vector<int32_t> logits_rows;        // rows of T whose logits are returned, in order
+  // Copies between the cache and the backend's host tier, run in order before the
+  // step's tokens (KvCacheManager::take_copies).
+  std::vector<KvCopy> kv_copies;
 
   int32_t num_seqs() const { return static_cast<int32_t>(cu_seqlens.empty() ? 0 : cu_seqlens.size() - 1); }
   int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
@@ -35,7 +38,7 @@ struct BatchPlan {
                     int32_t block_size, Logits want_logits);
 
   // Checks the plan's internal consistency; returns an empty string or what is wrong.
-  std::string validate(int32_t block_size, int32_t num_blocks, int32_t vocab) const;
+  std::string validate(int32_t block_size, int32_t num_blocks, int32_t vocab, int32_t num_host_blocks = 0) const;
 };
 
 }  // namespace sy

@@ -1,0 +1,87 @@
+// The KV host tier on the real engine: a prefix evicted from the cache by another
+// request comes back from host memory on the next request that shares it, with the
+// same tokens as computing it again. Shared by the cpu test and the cuda one.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/model_source.h"
+#include "common/tokenizer/tokenizer.h"
+#include "fixture_util.h"
+#include "policy/block_hash.h"
+#include "worker/engine/offline.h"
+
+namespace sy::testing {
+
+struct HostTierRun {
+  int32_t cached_tokens = -1;  // of the request that comes back to the evicted prefix
+  std::vector<int32_t> tokens;
+  int64_t saved = 0, loaded = 0;  // host-tier blocks
+};
+
+inline std::vector<int32_t> host_tier_random_ids(size_t n, uint32_t seed, int32_t vocab) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, vocab - 1);
+  std::vector<int32_t> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Runs, one after another on a cache of 48 blocks of 16 tokens: a (600 shared tokens and
+// 3 more), a flood of 600 other tokens that evicts most of a's cached blocks (block 0
+// first), then b (the shared 600 and 4 more). `host_slots` 0: no host tier; prefix
+// caching 0ff: b alone on a fresh cache, computed whole.
+inline HostTierRun run_host_tier(const std::string& model, const std::string& device, BackendOptions bo,
+                                 int32_t host_slots, bool prefix_caching = true) {
+  auto src = ModelSource::open(fixture_path(model));
+  const ModelConfig config = ModelConfig::from_source(*src);
+  bo.num_kv_blocks = 48;
+  bo.block_size = 16;
+  // Slots sized for a whole block's values, enough for every rank's shard.
+  bo.kv_host_memory_bytes = static_cast<size_t>(host_slots) * kv_bytes_per_block(config, 16, sizeof(float));
+  auto backend = create_backend(device, *src, config, bo);
+  EngineOptions eo;
+  eo.prefill_chunk = 64;
+  eo.prefix_caching = prefix_caching;
+  eo.model_fingerprint = policy::model_fingerprint("host-tier " + model);
+  Engine engine(std::move(backend), Tokenizer::from_model(*src), eo);
+  const auto shared = host_tier_random_ids(600, 1, config.vocab);
+  auto a = shared, b = shared;
+  a.insert(a.end(), {11, 12, 13});
+  b.insert(b.end(), {21, 22, 23, 24});
+  auto flood = host_tier_random_ids(600, 2, config.vocab);
+  HostTierRun out;
+  for (const auto* prompt : {&a, &flood, &b}) {
+    if (!prefix_caching && prompt != &b) continue;
+    EngineRequest r = greedy_request(*prompt, 8);
+    r.sampling.ignore_eos = true;
+    const Completion c = run_offline(engine, {r})[0];
+    EXPECT_EQ(c.finish.reason, FinishReason::kLength) << c.finish.error;
+    out.cached_tokens = c.finish.cached_tokens;
+    out.tokens = c.token_ids;
+  }
+  out.saved = engine.stats().kv_host_blocks_saved_total.load();
+  out.loaded = engine.stats().kv_host_blocks_loaded_total.load();
+  return out;
+}
+
+// b finds its whole prefix (37 full blocks) again through the host tier, and the tokens
+// of b computed whole; without the tier the flood left it nothing (block 0 went first).
+inline void expect_host_tier_serves_the_evicted_prefix(const std::string& model, const std::string& device,
+                                                       const BackendOptions& bo) {
+  const HostTierRun cold = run_host_tier(model, device, bo, 0, false);
+  const HostTierRun without = run_host_tier(model, device, bo, 0);
+  const HostTierRun with = run_host_tier(model, device, bo, 100);
+  ASSERT_EQ(cold.tokens.size(), 8u);
+  EXPECT_EQ(without.cached_tokens, 0) << "the flood should have evicted a's first block";
+  EXPECT_EQ(without.saved + without.loaded, 0);
+  EXPECT_EQ(with.cached_tokens, 592);
+  EXPECT_GE(with.saved, 29);  // the flood's 39 blocks took the 10 free ones and 29 of a's
+  EXPECT_GE(with.loaded, 29);
+  EXPECT_EQ(with.tokens, cold.tokens);
+  EXPECT_EQ(without.tokens, cold.tokens);
+}
+
+}  // namespace sy::testing

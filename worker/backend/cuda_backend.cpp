@@ -9,6 +9,7 @@
 #include "kernels/cuda/argmax.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/kv_copy.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "worker/backend/cuda_context_attention.h"
 #include "worker/parallel/communicator.h"
@@ -120,6 +121,7 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   // Zeroed once: a kernel that loads a whole tile past a sequence's end multiplies the
   // stale values by zero weights, and 0 · NaN would not be zero.
   check(cudaMemset(kv_.get(), 0, kv_.bytes()), "clearing the KV cache");
+  if (options.kv_host_memory_bytes > 0) allocate_host_tier(options.kv_host_memory_bytes, per_block);
   // Room for the block lists of a full cache, now that its size is known.
   ensure_capacity(token_capacity_, static_cast<size_t>(num_blocks_) + token_capacity_);
   // The uploads and the clear ran outside stream_, which does not wait for them.
@@ -140,6 +142,8 @@ CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);
   drop_graphs();
   if (ids_host_) cudaFreeHost(ids_host_);
+  if (host_kv_) cudaFreeHost(host_kv_);
+  if (copy_pairs_) cudaFreeHost(copy_pairs_);
   if (plan_host_) cudaFreeHost(plan_host_);
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -247,9 +251,53 @@ CudaBackend::Step CudaBackend::analyze(const BatchPlan& plan, int32_t block_size
   return s;
 }
 
-void CudaBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
-  const std::string bad = plan.validate(block_size_, num_kv_blocks(), config_.vocab);
+void CudaBackend::allocate_host_tier(size_t bytes, size_t per_block) {
+  if (cp_size_ > 1) throw std::invalid_argument("the KV host tier is not supported with context parallelism (pcp > 1) yet");
+  num_host_blocks_ = static_cast<int32_t>(std::min<size_t>(bytes / per_block, INT32_MAX));
+  if (num_host_blocks_ <= 0) throw std::invalid_argument("the KV host memory budget holds no block");
+  // Mapped: the copy kernel reads and writes it over the bus, a CTA per chunk.
+  check(cudaHostAlloc(reinterpret_cast<void**>(&host_kv_), static_cast<size_t>(num_host_blocks_) * per_block,
+                      cudaHostAllocMapped | cudaHostAllocPortable),
+        "allocating the KV host tier (pinned host memory)");
+  std::fprintf(stderr, "cuda backend: KV host tier %d blocks (%.2f GiB of pinned host memory)\n", num_host_blocks_,
+               static_cast<double>(num_host_blocks_) * static_cast<double>(per_block) / (1 << 30));
+}
+
+void CudaBackend::begin_step(const BatchPlan& plan) {
+  const std::string bad = plan.validate(block_size_, num_kv_blocks(), config_.vocab, num_host_blocks_);
   SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
+  if (plan.kv_copies.empty()) return;
+  check(cudaSetDevice(device_), "selecting the device");
+  // The kernels read the pairs from mapped host memory: the last step's copies are done
+  // (every step ends in a synchronization; this one costs nothing then).
+  check(cudaStreamSynchronize(stream_), "waiting for the last step");
+  if (plan.kv_copies.size() > copy_pairs_capacity_) {
+    if (copy_pairs_) cudaFreeHost(copy_pairs_);
+    copy_pairs_ = nullptr;
+    copy_pairs_capacity_ = std::max(plan.kv_copies.size(), 2 * copy_pairs_capacity_);
+    check(cudaHostAlloc(reinterpret_cast<void**>(&copy_pairs_), copy_pairs_capacity_ * sizeof(int2), cudaHostAllocMapped),
+          "allocating the host tier's copy list");
+  }
+  for (size_t i = 0; i < plan.kv_copies.size(); ++i) copy_pairs_[i] = {plan.kv_copies[i].block, plan.kv_copies[i].host_slot};
+  cuda::KvCopyArgs a;
+  a.cache = kv_.as<char>();
+  a.host = host_kv_;
+  a.chunk_bytes = static_cast<size_t>(block_size_) * local_.kv_dim() * sizeof(__nv_bfloat16);
+  a.half_bytes = layer_kv_elements_ * sizeof(__nv_bfloat16);
+  a.layers = config_.n_layers;
+  for (size_t run = 0; run < plan.kv_copies.size();) {
+    size_t end = run;
+    while (end < plan.kv_copies.size() && plan.kv_copies[end].to_host == plan.kv_copies[run].to_host) ++end;
+    a.pairs = copy_pairs_ + run;
+    a.n = static_cast<int32_t>(end - run);
+    a.to_host = plan.kv_copies[run].to_host;
+    check(cuda::copy_kv_blocks(a, stream_), "copying KV blocks to or from the host tier");
+    run = end;
+  }
+}
+
+void CudaBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
+  begin_step(plan);
   logits.resize(plan.logits_rows.size() * static_cast<size_t>(config_.vocab));
   if (plan.num_tokens() == 0) return;
   if (cp_) return run_step(plan, prepare_context_step(plan), &logits, {}, nullptr);
@@ -261,8 +309,7 @@ void CudaBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
 
 void CudaBackend::forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows,
                                  std::vector<int32_t>& ids) {
-  const std::string bad = plan.validate(block_size_, num_kv_blocks(), config_.vocab);
-  SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
+  begin_step(plan);
   SY_CHECK_MSG(rows.size() == plan.logits_rows.size(), "%zu sampling rows for %zu logits rows",
                rows.size(), plan.logits_rows.size());
   ids.assign(rows.size(), 0);

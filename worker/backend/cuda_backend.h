@@ -67,6 +67,7 @@ class CudaBackend : public Backend {
   int32_t block_size() const override { return block_size_; }
   // Logical blocks: a context-parallel rank holds every pcp-th in its num_blocks_ slots.
   int32_t num_kv_blocks() const override { return num_blocks_ * cp_size_; }
+  int32_t num_host_kv_blocks() const override { return num_host_blocks_; }
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
   bool samples_on_device() const override { return true; }
   void forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows,
@@ -93,6 +94,10 @@ class CudaBackend : public Backend {
   };
 
   static Step analyze(const BatchPlan& plan, int32_t block_size);
+  // Validates the plan and queues its kv_copies on stream_ (kernels/cuda/kv_copy.cuh), a
+  // kernel per run of one direction, in order.
+  void begin_step(const BatchPlan& plan);
+  void allocate_host_tier(size_t bytes, size_t per_block);
   PlanLayout plan_layout() const;
   void ensure_capacity(int32_t tokens, size_t indices);
   void upload_plan(const BatchPlan& plan);
@@ -143,6 +148,12 @@ class CudaBackend : public Backend {
   cuda::Linear linear_;
   cuda::DeviceBuffer kv_;  // per layer: K [num_blocks, n_kv_heads, block_size, head_dim], then V
   size_t layer_kv_elements_ = 0;
+  // The KV host tier (BackendOptions::kv_host_memory_bytes): num_host_blocks_ slots of
+  // mapped pinned memory, and the (block, slot) pairs of a step's copies, also mapped.
+  char* host_kv_ = nullptr;
+  int32_t num_host_blocks_ = 0;
+  int2* copy_pairs_ = nullptr;
+  size_t copy_pairs_capacity_ = 0;
 
   // Step buffers, sized for token_capacity_ tokens (kv_indices for index_capacity_).
   int32_t token_capacity_ = 0;

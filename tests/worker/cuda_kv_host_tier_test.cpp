@@ -1,0 +1,33 @@
+// The KV host tier on the cuda backend (one GPU, and two tensor-parallel ranks sharing
+// it): an evicted prefix copied back from pinned host memory by kernels/cuda/kv_copy.cuh
+// gives the tokens of computing it whole (batch-invariant numerics, so that cached and
+// computed prefixes give the same bits). Skips without a CUDA device.
+#include <gtest/gtest.h>
+
+#include "host_tier_checks.h"
+#include "kernels/cuda_test_util.h"
+
+namespace sy {
+namespace {
+
+const char kModel[] = "qwen3-tiny-bf16.gguf";
+
+BackendOptions deterministic(int32_t tp) {
+  BackendOptions bo;
+  bo.deterministic = true;
+  bo.tp = tp;
+  return bo;
+}
+
+TEST(CudaKvHostTier, AnEvictedPrefixComesBackFromPinnedHostMemory) {
+  SY_SKIP_WITHOUT_CUDA();
+  testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cuda", deterministic(1));
+}
+
+TEST(CudaKvHostTier, EachTensorParallelRankCopiesItsShard) {
+  SY_SKIP_WITHOUT_CUDA();
+  testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cuda:0,0", deterministic(2));
+}
+
+}  // namespace
+}  // namespace sy

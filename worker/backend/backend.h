@@ -155,8 +155,7 @@ struct KvBlockLayout {
 };
 
 // Runs `copies` in order between `cache` (laid out as `l` says) and `host` slots, on the
-// calling thread: the cpu backend's copies, and the reference the cuda kernel is tested
-// against.
+// calling thread (the cpu backend's copies).
 void copy_kv_blocks(const KvBlockLayout& l, std::span<const KvCopy> copies, char* cache, char* host);
 
 // The cuda devices `name` gives `ranks` ranks (a group's tp × pcp), in rank order:

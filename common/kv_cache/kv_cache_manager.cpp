@@ -134,6 +134,7 @@ void KvCacheManager::release(const std::vector<int32_t>& ids) {
 }
 
 std::vector<KvCopy> KvCacheManager::take_copies() {
+  if (copies_.empty()) return {};  // nothing pinned either: only a pending copy pins
   for (int32_t slot : host_pinned_) {
     HostSlot& s = host_[static_cast<size_t>(slot)];
     s.pinned = false;

@@ -163,6 +163,7 @@ TEST(FleetConfig, MistakesAreNamed) {
       {base + "worker: {max_num_seqs: many}\n", "worker.max_num_seqs: has the wrong type"},
       {base + "worker: {max_num_seqs: 0}\n", "worker.max_num_seqs: must be 1 to 4096"},
       {base + "worker: {numerics: exact}\n", "worker.numerics: must be deterministic, fast or auto"},
+      {base + "worker: {kv_host_gb: -1}\n", "worker.kv_host_gb: must be 0 or more"},
       {"model: m.gguf\nmodes: {latency: {replicas: 1, devices_per_replica: 4, parallel: pcp}}\ndefault_mode: latency\n",
        "modes.latency.parallel: is replaced by tp and pcp"},
       {"model: m.gguf\ndevices: [\"0\", \"1\"]\nmodes: {latency: {replicas: 1, tp: 4}}\ndefault_mode: latency\n",

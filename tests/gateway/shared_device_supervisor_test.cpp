@@ -1,7 +1,8 @@
 // Several replicas on one GPU (issue 20, item 2), on a machine without one: the
 // supervisor starts a stand-in worker (a shell script that writes down its environment
 // and arguments) for each replica of `devices: ["0", "0", "0"]`, and each gets
-// CUDA_VISIBLE_DEVICES=0, --device cuda and its own --kv-memory-gb.
+// CUDA_VISIBLE_DEVICES=0, --device cuda, its own --kv-memory-gb and its own
+// --kv-host-gb (worker.kv_host_gb, the KV host tier).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -36,7 +37,7 @@ TEST(SharedDeviceSupervisor, EachReplicaOnTheSharedGpuGetsItsShare) {
       "model: m.gguf\ndevices: [\"0\", \"0\", \"0\"]\nmodes: {throughput: {replicas: 3}}\n"
       "worker: {binary: " +
           script +
-          ", kv_memory_gb: 14}\n"
+          ", kv_memory_gb: 14, kv_host_gb: 16}\n"
           "startup: {max_parallel_loads: 3, stagger_s: 0}\n",
       "test.yaml");
   options.gateway_id = "t";
@@ -57,6 +58,7 @@ TEST(SharedDeviceSupervisor, EachReplicaOnTheSharedGpuGetsItsShare) {
     EXPECT_EQ(l.rfind("CUDA_VISIBLE_DEVICES=0 serve ", 0), 0u) << l;
     EXPECT_NE(l.find(" --device cuda"), std::string::npos) << l;
     EXPECT_NE(l.find(" --kv-memory-gb 14"), std::string::npos) << l;
+    EXPECT_NE(l.find(" --kv-host-gb 16"), std::string::npos) << l;
     EXPECT_EQ(l.find(" --tp "), std::string::npos) << l;
   }
   for (const auto& r : sup->replicas()) EXPECT_EQ(r.devices, std::vector<std::string>{"0"});

@@ -174,6 +174,7 @@ TEST(WorkerCli, BadUsageIsReportedNotCrashed) {
   EXPECT_EQ(run_worker("generate --model " + m + " --prompt hi --max-tokens 2 --kv-dtype f16 --pcp 2").status, 1);  // not yet
   EXPECT_EQ(run_worker("generate --model " + m + " --prompt hi --max-tokens 2 --kv-dtype f16").status, 0);
   EXPECT_EQ(run_worker("serve --model " + m + " --kv-host-gb -1").status, 2);  // before anything loads
+  EXPECT_EQ(run_worker("serve --model " + m + " --kv-host-gb 1 --no-prefix-caching").status, 2);
 }
 
 // make-model: a valid GGUF in the preset's shape with the source's tokenizer and chat

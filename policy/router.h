@@ -90,7 +90,8 @@ struct RouterOptions {
   // prompts sum to the fewest tokens, so sessions' growing contexts spread over the
   // replicas' KV caches (placed by count alone, a replica already holding ~96K tokens of
   // live context took a new session beside one holding ~58K; docs/PERFORMANCE.md,
-  // 2026-12-04).
+  // 2026-12-04). Off: lower p90 on 5 of 6 seeds in the simulator, no gain on the GPU
+  // (seeds 1 and 3).
   bool new_session_by_kv = false;
 };
 

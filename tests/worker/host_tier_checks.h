@@ -84,4 +84,50 @@ inline void expect_host_tier_serves_the_evicted_prefix(const std::string& model,
   EXPECT_EQ(without.tokens, cold.tokens);
 }
 
+// Twelve requests at once over four shared 200-token prefixes on a cache of 24 blocks
+// (one request's 17 at a time: the rest wait or are preempted) and a host tier of 16
+// slots (its own slots evicted, pinned ones kept while their copies wait): every request
+// gets the tokens it gets alone on a cold cache.
+inline void expect_host_tier_under_pressure_keeps_tokens(const std::string& model, const std::string& device,
+                                                         BackendOptions bo) {
+  auto src = ModelSource::open(fixture_path(model));
+  const ModelConfig config = ModelConfig::from_source(*src);
+  std::vector<EngineRequest> requests;
+  for (uint32_t i = 0; i < 12; ++i) {
+    auto prompt = host_tier_random_ids(200, 10 + i % 4, config.vocab);
+    const auto own = host_tier_random_ids(50, 100 + i, config.vocab);
+    prompt.insert(prompt.end(), own.begin(), own.end());
+    requests.push_back(greedy_request(prompt, 16));
+    requests.back().sampling.ignore_eos = true;
+  }
+  // Each request's tokens; `counts` gets the host tier's saved and loaded blocks.
+  auto run = [&](int32_t kv_blocks, int32_t host_slots, bool prefix_caching, const std::vector<EngineRequest>& reqs,
+                 HostTierRun* counts) {
+    BackendOptions o = bo;
+    o.num_kv_blocks = kv_blocks;
+    o.block_size = 16;
+    o.kv_host_memory_bytes = static_cast<size_t>(host_slots) * kv_bytes_per_block(config, 16, sizeof(float));
+    EngineOptions eo;
+    eo.prefill_chunk = 64;
+    eo.max_num_seqs = 4;
+    eo.prefix_caching = prefix_caching;
+    eo.model_fingerprint = policy::model_fingerprint("host-tier pressure " + model);
+    Engine engine(create_backend(device, *src, config, o), Tokenizer::from_model(*src), eo);
+    std::vector<std::vector<int32_t>> out;
+    for (const Completion& c : run_offline(engine, reqs)) out.push_back(c.token_ids);
+    if (counts) {
+      counts->saved = engine.stats().kv_host_blocks_saved_total.load();
+      counts->loaded = engine.stats().kv_host_blocks_loaded_total.load();
+    }
+    return out;
+  };
+  HostTierRun counts;
+  const auto pressed = run(24, 16, true, requests, &counts);
+  EXPECT_GT(counts.saved, 0) << "nothing was saved to the host tier";
+  EXPECT_GT(counts.loaded, 0) << "nothing was loaded from the host tier";
+  ASSERT_EQ(pressed.size(), requests.size());
+  for (size_t i = 0; i < requests.size(); ++i)
+    EXPECT_EQ(pressed[i], run(64, 0, false, {requests[i]}, nullptr)[0]) << "request " << i;
+}
+
 }  // namespace sy::testing

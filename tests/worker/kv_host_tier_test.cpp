@@ -1,6 +1,7 @@
 // The KV host tier on the cpu backend (one rank and a tp 2 group, whose ranks each copy
 // their shard): an evicted prefix served again from host memory with the tokens of
-// computing it whole; options the tier does not support refused.
+// computing it whole, also under preemption with the tier's own slots evicted; options
+// the tier does not support refused.
 #include <gtest/gtest.h>
 
 #include "host_tier_checks.h"
@@ -18,6 +19,10 @@ TEST(KvHostTier, EachTensorParallelRankCopiesItsShard) {
   BackendOptions bo;
   bo.tp = 2;
   testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cpu", bo);
+}
+
+TEST(KvHostTier, ManyRequestsUnderPreemptionKeepTheirTokens) {
+  testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cpu", {});
 }
 
 TEST(KvHostTier, RefusedWithContextParallelismAndWhenNoBlockFits) {

@@ -1,7 +1,8 @@
 // The KV host tier on the cuda backend (one GPU, and two tensor-parallel ranks sharing
 // it): an evicted prefix copied back from pinned host memory by kernels/cuda/kv_copy.cuh
-// gives the tokens of computing it whole (batch-invariant numerics, so that cached and
-// computed prefixes give the same bits). Skips without a CUDA device.
+// gives the tokens of computing it whole, also under preemption (batch-invariant
+// numerics, so that cached and computed prefixes give the same bits; the preemption
+// case is not yet run on a GPU). Skips without a CUDA device.
 #include <gtest/gtest.h>
 
 #include "host_tier_checks.h"
@@ -27,6 +28,11 @@ TEST(CudaKvHostTier, AnEvictedPrefixComesBackFromPinnedHostMemory) {
 TEST(CudaKvHostTier, EachTensorParallelRankCopiesItsShard) {
   SY_SKIP_WITHOUT_CUDA();
   testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cuda:0,0", deterministic(2));
+}
+
+TEST(CudaKvHostTier, ManyRequestsUnderPreemptionKeepTheirTokens) {
+  SY_SKIP_WITHOUT_CUDA();
+  testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cuda", deterministic(1));
 }
 
 }  // namespace

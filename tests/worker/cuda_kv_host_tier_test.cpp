@@ -1,8 +1,8 @@
 // The KV host tier on the cuda backend (one GPU, and two tensor-parallel ranks sharing
 // it): an evicted prefix copied back from pinned host memory by kernels/cuda/kv_copy.cuh
 // gives the tokens of computing it whole, also under preemption (batch-invariant
-// numerics, so that cached and computed prefixes give the same bits; the preemption
-// case is not yet run on a GPU). Skips without a CUDA device.
+// numerics, so that cached and computed prefixes give the same bits). Skips without a
+// CUDA device.
 #include <gtest/gtest.h>
 
 #include "host_tier_checks.h"

@@ -2,8 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <system_error>
 
 namespace sy {
@@ -49,6 +53,30 @@ std::optional<std::string> device_problem(const std::string& id, const HostDevic
          " (ids 0 to " + std::to_string(host.gpus - 1) + ", from " + host.source + ")";
 }
 
+// MemTotal in bytes; 0 when /proc/meminfo does not say.
+int64_t memory_total() {
+  std::ifstream in("/proc/meminfo");
+  for (std::string key; in >> key;) {
+    int64_t kib = 0;
+    if (key == "MemTotal:" && in >> kib) return kib * 1024;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+
+std::optional<std::string> host_tier_problem(const FleetConfig& config, const HostDevices& host) {
+  if (!(config.worker.kv_host_gb > 0) || host.memory_bytes <= 0) return std::nullopt;
+  int32_t ranks = 0;
+  for (const auto& [name, m] : config.modes) ranks = std::max(ranks, m.replicas * m.tp * m.pcp);
+  const double need = ranks * config.worker.kv_host_gb, have = static_cast<double>(host.memory_bytes) / (1 << 30);
+  if (need <= 0.75 * have) return std::nullopt;
+  char what[256];
+  std::snprintf(what, sizeof what,
+                "%d ranks × %g GiB = %.1f GiB of pinned host memory, more than 3/4 of this machine's %.1f GiB",
+                ranks, config.worker.kv_host_gb, need, have);
+  return what;
+}
+
 int32_t count_entries(const fs::path& dir, bool (*wanted)(const std::string&)) {
   std::error_code ec;
   int32_t n = 0;
@@ -62,7 +90,7 @@ int32_t count_entries(const fs::path& dir, bool (*wanted)(const std::string&)) {
 HostDevices probe_host_devices() {
   const int32_t proc =
       count_entries("/proc/driver/nvidia/gpus", [](const std::string&) { return true; });
-  if (proc > 0) return {proc, "/proc/driver/nvidia/gpus"};
+  if (proc > 0) return {proc, "/proc/driver/nvidia/gpus", memory_total()};
   // /dev/nvidia0, /dev/nvidia1, ...: not nvidiactl, nvidia-uvm, nvidia-modeset.
   const int32_t nodes = count_entries("/dev", [](const std::string& name) {
     if (name.size() <= 6 || name.compare(0, 6, "nvidia") != 0) return false;
@@ -70,7 +98,7 @@ HostDevices probe_host_devices() {
       if (!std::isdigit(static_cast<unsigned char>(name[i]))) return false;
     return true;
   });
-  return {nodes, "/dev/nvidia<N>"};
+  return {nodes, "/dev/nvidia<N>", memory_total()};
 }
 
 std::optional<std::pair<std::string, std::string>> host_problem(const FleetConfig& config,
@@ -81,6 +109,7 @@ std::optional<std::pair<std::string, std::string>> host_problem(const FleetConfi
   for (size_t i = 0; i < config.devices.size(); ++i)
     if (auto p = device_problem(config.devices[i], host))
       return std::pair{"devices[" + std::to_string(i) + "]", *p};
+  if (auto p = host_tier_problem(config, host)) return std::pair{std::string("worker.kv_host_gb"), *p};
   return std::nullopt;
 }
 

@@ -164,6 +164,8 @@ TEST(FleetConfig, MistakesAreNamed) {
       {base + "worker: {max_num_seqs: 0}\n", "worker.max_num_seqs: must be 1 to 4096"},
       {base + "worker: {numerics: exact}\n", "worker.numerics: must be deterministic, fast or auto"},
       {base + "worker: {kv_host_gb: -1}\n", "worker.kv_host_gb: must be 0 or more"},
+      {"model: m.gguf\nmodes: {latency: {replicas: 1, pcp: 2}}\ndefault_mode: latency\nworker: {kv_host_gb: 1}\n",
+       "worker.kv_host_gb: the KV host tier is not supported with context parallelism yet (modes.latency.pcp is 2)"},
       {"model: m.gguf\nmodes: {latency: {replicas: 1, devices_per_replica: 4, parallel: pcp}}\ndefault_mode: latency\n",
        "modes.latency.parallel: is replaced by tp and pcp"},
       {"model: m.gguf\ndevices: [\"0\", \"1\"]\nmodes: {latency: {replicas: 1, tp: 4}}\ndefault_mode: latency\n",
@@ -313,9 +315,35 @@ TEST(FleetConfig, HostProblemsNameTheField) {
   }
 }
 
+// worker.kv_host_gb per rank of the largest mode, against 3/4 of the machine's memory.
+TEST(FleetConfig, TheKvHostTierMustFitTheMachinesMemory) {
+  TempDir dir;
+  FleetConfig c;
+  c.model = dir.file("m.gguf");
+  c.worker.binary = dir.file("worker", "#!/bin/sh\n", kExecutable);
+  c.devices = {"cpu"};
+  c.modes["throughput"] = ModeConfig{"throughput", 4};
+  c.modes["latency"] = ModeConfig{"latency", 1, 2};
+  c.worker.kv_host_gb = 16;
+  const int64_t gib = int64_t{1} << 30;
+  EXPECT_FALSE(host_problem(c, HostDevices{0, "test", 128 * gib}));  // 64 of 96
+  EXPECT_FALSE(host_problem(c, HostDevices{0, "test", 0}));          // unknown: not checked
+  const auto p = host_problem(c, HostDevices{0, "test", 64 * gib});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->first, "worker.kv_host_gb");
+  EXPECT_NE(p->second.find("4 ranks × 16 GiB = 64.0 GiB of pinned host memory, more than 3/4 of this machine's 64.0 GiB"),
+            std::string::npos)
+      << p->second;
+  c.modes["latency"].replicas = 3;  // 3 × tp 2 = 6 ranks: the largest mode counts
+  EXPECT_NE(host_problem(c, HostDevices{0, "test", 100 * gib})->second.find("6 ranks"), std::string::npos);
+  c.worker.kv_host_gb = 0;
+  EXPECT_FALSE(host_problem(c, HostDevices{0, "test", 1}));
+}
+
 TEST(FleetConfig, ThisMachinesGpusAreCountedFromTheDriversFiles) {
   const HostDevices host = probe_host_devices();
   EXPECT_GE(host.gpus, 0);
+  EXPECT_GT(host.memory_bytes, int64_t{1} << 20) << "MemTotal of /proc/meminfo";
   if (!std::filesystem::exists("/proc/driver/nvidia/gpus") && !std::filesystem::exists("/dev/nvidia0")) {
     EXPECT_EQ(host.gpus, 0);
   }

@@ -2,7 +2,8 @@
 // the OS, the qwen3-tiny fixture model, and plain HTTP clients. Checks readiness, that
 // HTTP results equal `generate`'s and the goldens, that concurrent streams equal solo
 // runs, bad requests, cancellation by a closed connection, resume ids, KV events with
-// the fingerprint the gateway computes, and a clean SIGTERM.
+// the fingerprint the gateway computes, the KV host tier (--kv-host-gb), and a clean
+// SIGTERM.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -630,6 +631,32 @@ TEST(WorkerServerPreemption, PreemptedStreamsAreToldAndStillEqualSoloRuns) {
   const double preemptions = metric(w.port(), "switchyard_worker_preemptions_total") - before;
   EXPECT_GT(preemptions, 0) << "the cache (20 blocks) holds three of the eight requests";
   EXPECT_EQ(static_cast<double>(told), preemptions);
+}
+
+// serve --kv-host-gb: a prefix that another request's blocks evicted from a cache of 48
+// blocks comes back from the host tier (usage's cached_tokens, the tier's counters) with
+// the text of the offline generator, which has no prefix cache.
+TEST(WorkerServerHostTier, AnEvictedPrefixIsServedFromTheHostTier) {
+  WorkerProcess w({"--model", fixture_path(kModel), "--boot-id", "host-tier-boot", "--kv-blocks", "48",
+                   "--kv-host-gb", "0.05"});
+  ASSERT_NE(w.port(), 0);
+  wait_ready(w.port());
+  auto prompt = [](int base, int tail) {
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 600; ++i) ids.push_back(base + (i * 131) % 50000);
+    for (int i = 0; i < 4; ++i) ids.push_back(tail + i);
+    return json{{"prompt", ids}, {"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true}};
+  };
+  ASSERT_EQ(post_json(w.port(), "/v1/completions", prompt(2000, 500)).status, 200);
+  ASSERT_EQ(post_json(w.port(), "/v1/completions", prompt(3000, 500)).status, 200);  // evicts the first
+  EXPECT_GT(metric(w.port(), "switchyard_worker_kv_host_blocks_saved_total"), 0);
+  const json again = prompt(2000, 900);
+  const json c = post_json(w.port(), "/v1/completions", again).json();
+  EXPECT_EQ(c["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 592) << c.dump();
+  EXPECT_GT(metric(w.port(), "switchyard_worker_kv_host_blocks_loaded_total"), 0);
+  const json cli = cli_generate(again["prompt"].get<std::vector<int32_t>>(), 8);
+  ASSERT_TRUE(cli.is_object());
+  EXPECT_EQ(c["choices"][0]["text"], cli["text"]);
 }
 
 TEST(WorkerServerShutdown, SigtermEndsStreamsInFlightWithAnErrorAndExitsCleanly) {

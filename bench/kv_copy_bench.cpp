@@ -44,7 +44,7 @@ struct Bufs {
 
 void run(const Bufs& b, int n, bool to_host, bool kernel) {
   if (kernel) {
-    const sy::cuda::KvCopyArgs a{b.cache, b.host, b.pairs, n, to_host, kChunk, size_t{kBlocks} * kChunk, kLayers};
+    const sy::cuda::KvCopyArgs a{b.cache, b.host, b.pairs, n, to_host, {kChunk, size_t{kBlocks} * kChunk, kLayers}};
     ok(sy::cuda::copy_kv_blocks(a, b.stream), "kernel");
     return;
   }

@@ -4,6 +4,7 @@
 // tokens, every other block block_size tokens.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace sy {
@@ -25,6 +26,17 @@ struct PagedKvTable {
   int32_t slot_of(int64_t pos) const { return static_cast<int32_t>(pos % block_size); }
 };
 
+// Where one block's keys and values sit, for the host tier's copies. Both backends lay
+// the cache out per layer as keys [num_blocks, kv heads, block_size, head_dim], then
+// values; a host slot holds one block as [layer][keys, values][kv heads, block_size,
+// head_dim], chunk_bytes each.
+struct KvBlockLayout {
+  size_t chunk_bytes = 0;  // one block of one layer's keys (or values)
+  size_t half_bytes = 0;   // one layer's keys: num_blocks × chunk_bytes
+  int32_t layers = 0;
+  size_t slot_bytes() const { return chunk_bytes * 2 * static_cast<size_t>(layers); }
+};
+
 // One block's copy between the KV cache and the backend's host tier (host memory that
 // keeps prefix blocks evicted from the cache): to_host saves cache block `block` into
 // host slot `host_slot`, otherwise the slot is loaded back into the block. A plan's
@@ -33,7 +45,9 @@ struct KvCopy {
   int32_t block = 0;
   int32_t host_slot = 0;
   bool to_host = false;
-  bool operator==(const KvCopy&) const = default;
+  bool operator==(const KvCopy& o) const {  // spelled out: nvcc builds this header as C++17
+    return block == o.block && host_slot == o.host_slot && to_host == o.to_host;
+  }
 };
 
 }  // namespace sy

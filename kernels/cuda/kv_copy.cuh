@@ -2,13 +2,15 @@
 // slots in mapped pinned host memory, which the kernel reads or writes over the bus
 // (the host tier: common/kv_cache/kv_cache_manager.h). The cache is laid out per layer
 // as keys [num_blocks, chunk], then values; a slot holds one block as [layer][keys,
-// values][chunk] (worker/backend/backend.h, KvBlockLayout).
+// values][chunk] (kernels/paged_kv.h, KvBlockLayout).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
+
+#include "kernels/paged_kv.h"
 
 namespace sy::cuda {
 
@@ -18,9 +20,7 @@ struct KvCopyArgs {
   const int2* pairs = nullptr;   // [n] (block, slot), readable by the device (mapped host memory)
   int32_t n = 0;                 // copies of one direction, no two writing the same place
   bool to_host = false;          // cache block → slot; else slot → cache block
-  size_t chunk_bytes = 0;        // one block of one layer's keys (or values)
-  size_t half_bytes = 0;         // one layer's keys
-  int32_t layers = 0;
+  KvBlockLayout layout;
 };
 
 // One CTA per (copy, layer, keys or values), 16-byte accesses where the chunk allows.

@@ -46,8 +46,8 @@ TEST(CudaKvCopy, SavesAndLoadsWholeBlocksInTheHostLayout) {
     std::shuffle(s.begin(), s.end(), rng);
     auto* pr = reinterpret_cast<int2*>(pairs.get());
     for (size_t i = 0; i < picks; ++i) pr[i] = {b[i], s[i]};
-    cuda::KvCopyArgs a{dev.as<char>(), host.get(), pr, static_cast<int32_t>(picks), true, chunk, blocks * chunk,
-                       static_cast<int32_t>(layers)};
+    cuda::KvCopyArgs a{dev.as<char>(), host.get(), pr, static_cast<int32_t>(picks), true,
+                       {chunk, blocks * chunk, static_cast<int32_t>(layers)}};
     SY_CUDA_OK(cuda::copy_kv_blocks(a, nullptr));
     SY_CUDA_OK(cudaDeviceSynchronize());
     std::vector<uint8_t> want(host.bytes, 0xff);

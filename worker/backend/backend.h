@@ -143,17 +143,6 @@ class Backend {
 // value (float32 unless given: 2 for the cpu half cache).
 size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size, size_t bytes_per_value = sizeof(float));
 
-// Where one block's keys and values sit, for the host tier's copies. Both backends lay
-// the cache out per layer as keys [num_blocks, kv heads, block_size, head_dim], then
-// values; a host slot holds one block as [layer][keys, values][kv heads, block_size,
-// head_dim], chunk_bytes each.
-struct KvBlockLayout {
-  size_t chunk_bytes = 0;  // one block of one layer's keys (or values)
-  size_t half_bytes = 0;   // one layer's keys: num_blocks × chunk_bytes
-  int32_t layers = 0;
-  size_t slot_bytes() const { return chunk_bytes * 2 * static_cast<size_t>(layers); }
-};
-
 // Runs `copies` in order between `cache` (laid out as `l` says) and `host` slots, on the
 // calling thread (the cpu backend's copies).
 void copy_kv_blocks(const KvBlockLayout& l, std::span<const KvCopy> copies, char* cache, char* host);

@@ -282,9 +282,8 @@ void CudaBackend::begin_step(const BatchPlan& plan) {
   cuda::KvCopyArgs a;
   a.cache = kv_.as<char>();
   a.host = host_kv_;
-  a.chunk_bytes = static_cast<size_t>(block_size_) * local_.kv_dim() * sizeof(__nv_bfloat16);
-  a.half_bytes = layer_kv_elements_ * sizeof(__nv_bfloat16);
-  a.layers = config_.n_layers;
+  a.layout = {static_cast<size_t>(block_size_) * local_.kv_dim() * sizeof(__nv_bfloat16),
+              layer_kv_elements_ * sizeof(__nv_bfloat16), config_.n_layers};
   for (size_t run = 0; run < plan.kv_copies.size();) {
     size_t end = run;
     while (end < plan.kv_copies.size() && plan.kv_copies[end].to_host == plan.kv_copies[run].to_host) ++end;

@@ -1,5 +1,6 @@
 #include "common/kv_cache/kv_cache_manager.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "common/check.h"
@@ -17,31 +18,57 @@ KvCacheManager::KvCacheManager(int32_t num_blocks, bool prefix_caching, KvEventH
 
 int32_t KvCacheManager::match_prefix(const std::vector<uint64_t>& hashes, std::vector<int32_t>& blocks) {
   if (!prefix_caching_) return 0;
-  int32_t n = 0;
+  // The whole prefix first: a reference on each block the cache holds, so that loading
+  // its host-held blocks (which takes fresh blocks and may evict) cannot evict its own
+  // later blocks. A host-held block's place holds its slot until it is loaded.
+  const size_t start = blocks.size();
+  struct Load {
+    size_t at;
+    uint64_t hash;
+  };
+  std::vector<Load> loads;
   for (uint64_t h : hashes) {
     if (auto it = by_hash_.find(h); it != by_hash_.end()) {
       Block& b = blocks_[static_cast<size_t>(it->second)];
       if (b.refs == 0) lru_.erase(b.lru_pos);
       ++b.refs;
       blocks.push_back(it->second);
+    } else if (auto on_host = host_by_hash_.find(h); on_host != host_by_hash_.end()) {
+      loads.push_back({blocks.size(), h});
+      blocks.push_back(on_host->second);
     } else {
-      auto on_host = host_by_hash_.find(h);
-      if (on_host == host_by_hash_.end() || num_available() == 0) break;
-      const int32_t slot = on_host->second;
-      pin(slot);  // before take_block, whose eviction may want a host slot
-      const int32_t id = take_block();
-      Block& b = blocks_[static_cast<size_t>(id)];
-      b.refs = 1;
-      b.hashed = true;
-      b.hash = h;
-      by_hash_[h] = id;
-      copies_.push_back({id, slot, false});
-      ++host_loaded_;
-      blocks.push_back(id);
+      break;
     }
-    ++n;
   }
-  return n;
+  // Loads beyond the blocks available end the prefix at the first that does not fit.
+  const size_t fit = std::min(loads.size(), static_cast<size_t>(num_available()));
+  if (fit < loads.size()) {
+    std::vector<int32_t> beyond;
+    for (size_t i = loads[fit].at, l = fit; i < blocks.size(); ++i) {
+      if (l < loads.size() && loads[l].at == i) {
+        ++l;
+      } else {
+        beyond.push_back(blocks[i]);
+      }
+    }
+    blocks.resize(loads[fit].at);
+    loads.resize(fit);
+    release(beyond);
+  }
+  for (const Load& l : loads) pin(blocks[l.at]);  // before take_block, whose eviction may want a host slot
+  for (const Load& l : loads) {
+    const int32_t slot = blocks[l.at];
+    const int32_t id = take_block();
+    Block& b = blocks_[static_cast<size_t>(id)];
+    b.refs = 1;
+    b.hashed = true;
+    b.hash = l.hash;
+    by_hash_[l.hash] = id;
+    copies_.push_back({id, slot, false});
+    ++host_loaded_;
+    blocks[l.at] = id;
+  }
+  return static_cast<int32_t>(blocks.size() - start);
 }
 
 void KvCacheManager::pin(int32_t slot) {
@@ -71,7 +98,13 @@ void KvCacheManager::evict(int32_t id) {
   Block& b = blocks_[static_cast<size_t>(id)];
   by_hash_.erase(b.hash);
   b.hashed = false;
-  if (host_by_hash_.count(b.hash)) return;  // the host still holds it
+  if (auto held = host_by_hash_.find(b.hash); held != host_by_hash_.end()) {
+    // The host still holds it: no copy, but it is now the host's most recently used
+    // (a block loaded once and used for many turns since must not be its oldest).
+    HostSlot& s = host_[static_cast<size_t>(held->second)];
+    if (!s.pinned) host_lru_.splice(host_lru_.end(), host_lru_, s.lru_pos);
+    return;
+  }
   if (const std::optional<int32_t> slot = take_host_slot()) {
     HostSlot& s = host_[static_cast<size_t>(*slot)];
     s.hash = b.hash;
@@ -120,7 +153,10 @@ void KvCacheManager::register_full_block(int32_t id, uint64_t hash) {
 }
 
 void KvCacheManager::release(const std::vector<int32_t>& ids) {
-  for (int32_t id : ids) {
+  // Last block first: a sequence's tail becomes evictable before its head, so that an
+  // eviction shortens a cached prefix instead of cutting it off at its start.
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+    const int32_t id = *it;
     Block& b = blocks_[static_cast<size_t>(id)];
     SY_CHECK_MSG(b.refs > 0, "releasing free block %d", id);
     if (--b.refs > 0) continue;

@@ -1,15 +1,18 @@
 // KV cache blocks with a prefix cache. A block is free, in use by one or more sequences
 // (reference counted), or cached: unused but still holding the KV of a full block whose
 // prefix hash is known, kept until its memory is needed (least recently released is
-// evicted first). Sequences with the same prefix share its cached blocks.
+// evicted first; a sequence's blocks are released last block first, so an eviction
+// shortens a cached prefix from its end). Sequences with the same prefix share its
+// cached blocks.
 //
 // With a host tier (num_host_blocks > 0), an evicted block's KV is saved to a host slot
 // instead of dropped (unless the host already holds its hash), and a prefix found there
 // is loaded back into fresh blocks instead of recomputed: the manager records each copy
 // (take_copies) and the backend runs them before the next step. Host slots are evicted
 // least recently used first; a slot a pending copy reads or writes is kept until the
-// copies are taken. A hash counts as cached (for events and matching) while the cache
-// or the host holds it.
+// copies are taken; a block evicted while the host holds its hash is not copied again
+// but makes that slot the most recently used. A hash counts as cached (for events and
+// matching) while the cache or the host holds it.
 //
 // Owned by one thread (the worker's engine thread; the simulated worker's strand).
 // Changes to the set of cached hashes are collected and published to the KvEventHub
@@ -45,7 +48,9 @@ class KvCacheManager {
 
   // Takes a reference on the cached blocks of the longest prefix of `hashes` and
   // appends them to `blocks`; returns how many. Blocks the host tier holds are loaded
-  // into fresh blocks (as long as blocks are available).
+  // into fresh blocks (the prefix ends at the first load no block is available for);
+  // the prefix's own blocks are referenced before any is taken, so loads never evict
+  // them.
   int32_t match_prefix(const std::vector<uint64_t>& hashes, std::vector<int32_t>& blocks);
 
   // Appends n fresh blocks (reference count 1), evicting cached blocks as needed; false
@@ -56,8 +61,8 @@ class KvCacheManager {
   // later requests can share it. A hash already held by another block is left there.
   void register_full_block(int32_t block, uint64_t hash);
 
-  // Drops one reference on each block; a block whose count reaches zero becomes cached
-  // (if it has a hash) or free.
+  // Drops one reference on each block, last first; a block whose count reaches zero
+  // becomes cached (if it has a hash) or free.
   void release(const std::vector<int32_t>& blocks);
 
   // Publishes the hashes stored and removed since the last flush.

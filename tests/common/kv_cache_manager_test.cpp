@@ -29,21 +29,23 @@ TEST(KvCacheManager, SharesEvictsLruAndPublishesInOrder) {
   EXPECT_EQ(kv.num_available(), 4);  // cached blocks count as available
   EXPECT_EQ(kv.num_cached(), 2);
 
-  // Allocation takes free blocks first, then evicts the least recently released.
+  // Allocation takes free blocks first, then evicts the least recently released; a
+  // sequence is released last block first, so its prefix is shortened, not cut.
   ASSERT_TRUE(kv.allocate(3, c));
   EXPECT_EQ(kv.num_cached(), 1);
-  EXPECT_EQ(kv.match_prefix({100}, c), 0) << "block 100 was released first, so evicted first";
+  EXPECT_EQ(kv.match_prefix({100, 101}, c), 1) << "101 (the tail) was evicted, 100 is still cached";
+  kv.release({c.back()});
   std::vector<int32_t> d;
   EXPECT_FALSE(kv.allocate(2, d)) << "only one block is left";
   EXPECT_TRUE(d.empty());
   kv.flush_events();
 
   const auto events = sub->drain();
-  ASSERT_EQ(events.size(), 3u);  // snapshot, stored {100, 101}, removed {100}
+  ASSERT_EQ(events.size(), 3u);  // snapshot, stored {100, 101}, removed {101}
   EXPECT_EQ(events[1].type, KvEvent::Type::kStored);
   EXPECT_EQ(events[1].hashes, (std::vector<uint64_t>{100, 101}));
   EXPECT_EQ(events[2].type, KvEvent::Type::kRemoved);
-  EXPECT_EQ(events[2].hashes, (std::vector<uint64_t>{100}));
+  EXPECT_EQ(events[2].hashes, (std::vector<uint64_t>{101}));
   EXPECT_EQ(hub.cached_count(), 1u);
 }
 
@@ -100,7 +102,7 @@ TEST(KvCacheManagerHostTier, EvictedBlocksAreSavedAndAMatchLoadsThemBack) {
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_FALSE(loads[i].to_host);
     EXPECT_EQ(loads[i].block, m[i]);
-    EXPECT_EQ(loads[i].host_slot, saves[i].host_slot) << "100 went out first; each comes back from its slot";
+    EXPECT_EQ(loads[i].host_slot, saves[1 - i].host_slot) << "101 (the tail) went out first; each comes back from its slot";
   }
   EXPECT_EQ(kv.host_blocks_saved(), 2);
   EXPECT_EQ(kv.host_blocks_loaded(), 2);
@@ -122,23 +124,23 @@ TEST(KvCacheManagerHostTier, SlotsAreEvictedLruButNotWhileACopyUsesThem) {
   cache(kv, {1, 2});
   std::vector<int32_t> fresh;
   ASSERT_TRUE(kv.allocate(2, fresh));
-  // One slot: the first eviction's save pins it, so the second block is dropped.
+  // One slot: the first eviction's save (2, the tail) pins it, so 1 is dropped.
   ASSERT_EQ(kv.take_copies().size(), 1u);
   EXPECT_EQ(kv.num_host_cached(), 1);
   kv.register_full_block(fresh[0], 3);
   kv.release(fresh);
-  ASSERT_TRUE(kv.allocate(2, fresh = {}));  // evicts 3: the slot's old hash (1) goes
+  ASSERT_TRUE(kv.allocate(2, fresh = {}));  // evicts 3: the slot's old hash (2) goes
   ASSERT_EQ(kv.take_copies().size(), 1u);
   std::vector<int32_t> m;
-  EXPECT_EQ(kv.match_prefix({1}, m), 0);
+  EXPECT_EQ(kv.match_prefix({2}, m), 0);
   kv.flush_events();
   const auto events = sub->drain();
-  ASSERT_EQ(events.size(), 5u);  // snapshot, stored {1, 2}, removed {2}, stored {3}, removed {1}
+  ASSERT_EQ(events.size(), 5u);  // snapshot, stored {1, 2}, removed {1}, stored {3}, removed {2}
   EXPECT_EQ(events[1].hashes, (std::vector<uint64_t>{1, 2}));
   EXPECT_EQ(events[2].type, KvEvent::Type::kRemoved);
-  EXPECT_EQ(events[2].hashes, (std::vector<uint64_t>{2}));
+  EXPECT_EQ(events[2].hashes, (std::vector<uint64_t>{1}));
   EXPECT_EQ(events[4].type, KvEvent::Type::kRemoved);
-  EXPECT_EQ(events[4].hashes, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(events[4].hashes, (std::vector<uint64_t>{2}));
   EXPECT_EQ(hub.cached_count(), 1u);  // 3, on the host
 }
 
@@ -157,6 +159,65 @@ TEST(KvCacheManagerHostTier, OnlyTheLastLoadIntoABlockIsCopied) {
   kv.release(m1);  // e.g. admitted, then no room to run: it waits
   ASSERT_EQ(kv.match_prefix({20}, m2), 1);  // the one block is evicted (10 is on the host) and reloaded
   EXPECT_EQ(kv.take_copies(), (std::vector<KvCopy>{{m2[0], 1, false}}));
+}
+
+// Seed 1's lost turns (docs/PERFORMANCE.md, 2026-12-04 16:32): a block loaded once and
+// used for many turns kept its host slot's old place, so soon after its next eviction the
+// host dropped it as its oldest.
+TEST(KvCacheManagerHostTier, AnEvictionTheHostAlreadyHoldsMakesItsSlotTheNewest) {
+  KvCacheManager kv(1, true, nullptr, 2);
+  cache(kv, {10});
+  std::vector<int32_t> b;
+  ASSERT_TRUE(kv.allocate(1, b));  // 10 to the host
+  kv.register_full_block(b[0], 20);
+  kv.release(b);
+  kv.take_copies();
+  std::vector<int32_t> m;
+  ASSERT_EQ(kv.match_prefix({10}, m), 1);  // 20 saved, 10 loaded: 10's slot is older than 20's
+  kv.take_copies();
+  kv.release(m);
+  ASSERT_TRUE(kv.allocate(1, b = {}));  // 10 evicted: the host holds it, nothing copied
+  EXPECT_TRUE(kv.take_copies().empty());
+  kv.register_full_block(b[0], 30);
+  kv.release(b);
+  ASSERT_TRUE(kv.allocate(1, b = {}));  // 30 saved: the host's oldest goes
+  kv.release(b);
+  kv.take_copies();
+  EXPECT_EQ(kv.match_prefix({20}, m = {}), 0) << "20 was the oldest";
+  EXPECT_EQ(kv.match_prefix({10}, m), 1) << "10 was used after 20 was saved";
+}
+
+TEST(KvCacheManagerHostTier, LoadingAPrefixNeverEvictsItsOwnLaterBlocks) {
+  KvCacheManager kv(2, true, nullptr, 1);
+  cache(kv, {1});
+  std::vector<int32_t> b;
+  ASSERT_TRUE(kv.allocate(2, b));  // 1 to the host's one slot
+  kv.take_copies();
+  kv.register_full_block(b[0], 2);  // the prefix's second block, on the GPU
+  kv.register_full_block(b[1], 99);
+  kv.release({b[0]});
+  kv.release({b[1]});  // 2 is the least recently released
+  std::vector<int32_t> m;
+  EXPECT_EQ(kv.match_prefix({1, 2}, m), 2) << "loading 1 must evict 99, not 2";
+  EXPECT_EQ(m[1], b[0]);
+  EXPECT_EQ(kv.take_copies(), (std::vector<KvCopy>{{b[1], 0, false}}));
+}
+
+TEST(KvCacheManagerHostTier, APrefixEndsAtTheFirstLoadWithoutABlock) {
+  KvCacheManager kv(2, true, nullptr, 2);
+  cache(kv, {1, 2});
+  std::vector<int32_t> b;
+  ASSERT_TRUE(kv.allocate(2, b));  // 1 and 2 to the host
+  kv.take_copies();
+  kv.register_full_block(b[0], 3);
+  kv.register_full_block(b[1], 99);
+  kv.release(b);
+  std::vector<int32_t> m;
+  EXPECT_EQ(kv.match_prefix({1, 2, 3}, m), 1) << "one block (99's) is available: 1 is loaded, 2 is not";
+  EXPECT_EQ(kv.num_used(), 1) << "3's reference is dropped again";
+  EXPECT_EQ(kv.take_copies().size(), 2u);  // 99 saved (evicting 2, beyond the prefix's end), 1 loaded
+  std::vector<int32_t> again;
+  EXPECT_EQ(kv.match_prefix({3}, again), 1) << "3 is still cached";
 }
 
 TEST(KvEventHub, SlowSubscriberIsCutOffInsteadOfGrowingWithoutBound) {

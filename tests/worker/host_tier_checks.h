@@ -30,7 +30,7 @@ inline std::vector<int32_t> host_tier_random_ids(size_t n, uint32_t seed, int32_
 }
 
 // Runs, one after another on a cache of 48 blocks of 16 tokens: a (600 shared tokens and
-// 3 more), a flood of 600 other tokens that evicts most of a's cached blocks (block 0
+// 3 more), a flood of 600 other tokens that evicts most of a's cached blocks (its last
 // first), then b (the shared 600 and 4 more). `host_slots` 0: no host tier; prefix
 // caching 0ff: b alone on a fresh cache, computed whole.
 inline HostTierRun run_host_tier(const std::string& model, const std::string& device, BackendOptions bo,
@@ -68,18 +68,19 @@ inline HostTierRun run_host_tier(const std::string& model, const std::string& de
 }
 
 // b finds its whole prefix (37 full blocks) again through the host tier, and the tokens
-// of b computed whole; without the tier the flood left it nothing (block 0 went first).
+// of b computed whole; without the tier the flood left it a's first 10 blocks (a's 38
+// blocks were released last first; the flood's 38 took the 11 free ones and 27 of a's).
 inline void expect_host_tier_serves_the_evicted_prefix(const std::string& model, const std::string& device,
                                                        const BackendOptions& bo) {
   const HostTierRun cold = run_host_tier(model, device, bo, 0, false);
   const HostTierRun without = run_host_tier(model, device, bo, 0);
   const HostTierRun with = run_host_tier(model, device, bo, 100);
   ASSERT_EQ(cold.tokens.size(), 8u);
-  EXPECT_EQ(without.cached_tokens, 0) << "the flood should have evicted a's first block";
+  EXPECT_EQ(without.cached_tokens, 160) << "the flood should have evicted all but a's first 10 blocks";
   EXPECT_EQ(without.saved + without.loaded, 0);
   EXPECT_EQ(with.cached_tokens, 592);
-  EXPECT_GE(with.saved, 29);  // the flood's 39 blocks took the 10 free ones and 29 of a's
-  EXPECT_GE(with.loaded, 29);
+  EXPECT_GE(with.saved, 27);
+  EXPECT_GE(with.loaded, 27);
   EXPECT_EQ(with.tokens, cold.tokens);
   EXPECT_EQ(without.tokens, cold.tokens);
 }

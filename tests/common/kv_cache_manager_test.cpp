@@ -144,14 +144,21 @@ TEST(KvCacheManagerHostTier, SlotsAreEvictedLruButNotWhileACopyUsesThem) {
   EXPECT_EQ(hub.cached_count(), 1u);  // 3, on the host
 }
 
-TEST(KvCacheManagerHostTier, OnlyTheLastLoadIntoABlockIsCopied) {
-  KvCacheManager kv(1, true, nullptr, 2);
+// On a cache of one block: 10 cached, then saved to the host by the block's next use,
+// which leaves 20 cached there.
+void ten_on_host_twenty_cached(KvCacheManager& kv) {
   cache(kv, {10});
   std::vector<int32_t> b;
-  ASSERT_TRUE(kv.allocate(1, b));  // 10 to the host
+  ASSERT_TRUE(kv.allocate(1, b));
   kv.register_full_block(b[0], 20);
   kv.release(b);
-  ASSERT_TRUE(kv.allocate(1, b = {}));  // 20 to the host
+}
+
+TEST(KvCacheManagerHostTier, OnlyTheLastLoadIntoABlockIsCopied) {
+  KvCacheManager kv(1, true, nullptr, 2);
+  ten_on_host_twenty_cached(kv);
+  std::vector<int32_t> b;
+  ASSERT_TRUE(kv.allocate(1, b));  // 20 to the host
   kv.release(b);
   ASSERT_EQ(kv.take_copies().size(), 2u);
   std::vector<int32_t> m1, m2;
@@ -166,13 +173,9 @@ TEST(KvCacheManagerHostTier, OnlyTheLastLoadIntoABlockIsCopied) {
 // host dropped it as its oldest.
 TEST(KvCacheManagerHostTier, AnEvictionTheHostAlreadyHoldsMakesItsSlotTheNewest) {
   KvCacheManager kv(1, true, nullptr, 2);
-  cache(kv, {10});
-  std::vector<int32_t> b;
-  ASSERT_TRUE(kv.allocate(1, b));  // 10 to the host
-  kv.register_full_block(b[0], 20);
-  kv.release(b);
+  ten_on_host_twenty_cached(kv);
   kv.take_copies();
-  std::vector<int32_t> m;
+  std::vector<int32_t> m, b;
   ASSERT_EQ(kv.match_prefix({10}, m), 1);  // 20 saved, 10 loaded: 10's slot is older than 20's
   kv.take_copies();
   kv.release(m);

@@ -31,13 +31,18 @@ namespace {
 
 const char kUsage[] =
     "usage: switchyard-simworker serve --model M [--host 127.0.0.1] [--port 8000] [--boot-id ID]\n"
-    "    [--max-num-seqs 16] [--kv-blocks N | --kv-memory-gb X] [--prefill-chunk 256]\n"
+    "    [--max-num-seqs 16] [--kv-blocks N | --kv-memory-gb X] [--kv-host-blocks N | --kv-host-gb X]\n"
+    "    [--host-load-us-per-token 2.5] [--prefill-chunk 256]\n"
     "    [--block-size 16] [--served-model-name NAME] [--http-threads 1] [--no-prefix-caching]\n"
     "    [--device D] [--ttft-ms 10] [--prefill-us-per-token 100] [--itl-ms 10] [--jitter 0]\n"
     "    [--serial-prefill] [--shared-prefill FILE | --sliced-prefill FILE] [--ready-delay-ms 0]\n"
     "    [--gpu-bus-ids A,B --nvml PATH]\n"
     "M is a GGUF file or Hugging Face directory: only its tokenizer and metadata are read.\n"
     "Without --kv-blocks the cache holds 8192 blocks (--kv-memory-gb is accepted, not used).\n"
+    "--kv-host-blocks: a KV host tier of N blocks (evicted prefix blocks kept, a hit copied\n"
+    "back at --host-load-us-per-token per token before the prefill); --kv-host-gb X: X GiB\n"
+    "at 2 MiB a block (llama3-8b's 16 tokens in bf16, the model the default timing of\n"
+    "bench/agentic_bench.sh stands for).\n"
     "--serial-prefill: prefills run one after another; --shared-prefill FILE: one after\n"
     "another across every simworker given FILE (replicas sharing one simulated GPU, which\n"
     "each reports as switchyard_gpu_info with a uuid made from FILE, so that the gateway\n"
@@ -48,6 +53,7 @@ const char kUsage[] =
     "NVML library at --nvml (default libnvidia-ml.so.1; tests pass a test double).\n";
 
 constexpr int32_t kDefaultKvBlocks = 8192;
+constexpr double kHostBlocksPerGb = 512;  // 2 MiB blocks
 
 double non_negative(const sy::cli::Args& a, const char* name, double fallback, double max) {
   const double v = a.get_double(name, fallback);
@@ -56,15 +62,28 @@ double non_negative(const sy::cli::Args& a, const char* name, double fallback, d
   return v;
 }
 
+// --kv-host-blocks N or --kv-host-gb X (as blocks); 0 without either.
+int32_t host_blocks(const sy::cli::Args& a) {
+  if (a.has("kv-host-blocks") && a.has("kv-host-gb"))
+    throw sy::cli::UsageError("--kv-host-blocks and --kv-host-gb exclude each other");
+  const double n = a.has("kv-host-gb") ? non_negative(a, "kv-host-gb", 0, 1e6) * kHostBlocksPerGb
+                                       : non_negative(a, "kv-host-blocks", 0, 1e9);
+  if (n > 0 && a.has("no-prefix-caching"))
+    throw sy::cli::UsageError("the KV host tier keeps prefix blocks: not with --no-prefix-caching");
+  return static_cast<int32_t>(n);
+}
+
 int run(const std::vector<std::string>& argv) {
   using namespace sy;
   std::set<std::string> valued = cli::serve_flag_names();
-  valued.insert({"device", "ttft-ms", "prefill-us-per-token", "itl-ms", "jitter", "ready-delay-ms", "gpu-bus-ids", "nvml", "shared-prefill", "sliced-prefill"});
+  valued.insert({"device", "ttft-ms", "prefill-us-per-token", "itl-ms", "jitter", "ready-delay-ms", "gpu-bus-ids", "nvml",
+                 "shared-prefill", "sliced-prefill", "kv-host-blocks", "kv-host-gb", "host-load-us-per-token"});
   const cli::Args a(argv, valued, {"no-prefix-caching", "serial-prefill"});
   const cli::ServeFlags f = cli::read_serve_flags(a);
   sim::SimTiming timing;
   timing.ttft_ms = non_negative(a, "ttft-ms", timing.ttft_ms, 3.6e6);
   timing.prefill_us_per_token = non_negative(a, "prefill-us-per-token", timing.prefill_us_per_token, 1e6);
+  timing.host_load_us_per_token = non_negative(a, "host-load-us-per-token", timing.host_load_us_per_token, 1e6);
   timing.itl_ms = non_negative(a, "itl-ms", timing.itl_ms, 3.6e6);
   timing.jitter = non_negative(a, "jitter", timing.jitter, 1);
   if (a.has("shared-prefill") && a.has("sliced-prefill")) throw cli::UsageError("--shared-prefill and --sliced-prefill exclude each other");
@@ -80,6 +99,7 @@ int run(const std::vector<std::string>& argv) {
   eo.block_size = f.block_size;
   eo.kv_blocks = f.kv_blocks.value_or(kDefaultKvBlocks);
   eo.prefix_caching = !a.has("no-prefix-caching");
+  eo.kv_host_blocks = host_blocks(a);
   eo.model_fingerprint = policy::model_fingerprint(model_identity_description(f.model));
   eo.sliced_prefill = a.has("sliced-prefill");
   eo.shared_prefill_path = a.get_or(eo.sliced_prefill ? "sliced-prefill" : "shared-prefill", "");
@@ -112,8 +132,8 @@ int run(const std::vector<std::string>& argv) {
     std::snprintf(uuid, sizeof uuid, "GPU-sim-%016llx", static_cast<unsigned long long>(id));
     register_gpu_info(api.metrics(), {.ordinal = 0, .pci_bus_id = "", .uuid = uuid, .name = "simulated (shared prefill queue)"});
   }
-  std::fprintf(stderr, "simulated %s: %zu word tokens; %d KV blocks of %d tokens; fingerprint %016llx\n",
-               f.model.c_str(), tokens.size(), eo.kv_blocks, eo.block_size,
+  std::fprintf(stderr, "simulated %s: %zu word tokens; %d KV blocks of %d tokens, %d in the host tier; fingerprint %016llx\n",
+               f.model.c_str(), tokens.size(), eo.kv_blocks, eo.block_size, eo.kv_host_blocks,
                static_cast<unsigned long long>(eo.model_fingerprint));
 
   boost::asio::io_context ioc;

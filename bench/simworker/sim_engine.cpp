@@ -8,7 +8,7 @@
 namespace sy::sim {
 
 SimEngine::SimEngine(SimEngineOptions options)
-    : options_(options), kv_(options.kv_blocks, options.prefix_caching, &hub_) {
+    : options_(options), kv_(options.kv_blocks, options.prefix_caching, &hub_, options.kv_host_blocks) {
   if (!options_.shared_prefill_path.empty())
     shared_prefill_ = std::make_unique<SharedTimeline>(
         options_.shared_prefill_path, options_.sliced_prefill ? SharedTimeline::Sharing::kSliced : SharedTimeline::Sharing::kFifo);
@@ -71,7 +71,12 @@ bool SimEngine::try_admit(Slot& s) {
       options_.model_fingerprint, std::span<const int32_t>(tokens).first(static_cast<size_t>(matchable) * bs), bs);
   const int32_t matched = kv_.match_prefix(s.hashes, s.blocks);
   const int32_t need = (r.max_context() + bs - 1) / bs - matched;
-  if (!kv_.allocate(need, s.blocks)) {
+  const bool fits = kv_.allocate(need, s.blocks);
+  // The host tier's copies are only timed: a load's blocks count, a save costs nothing
+  // here (the worker runs saves in the same step as loads).
+  int32_t loaded = 0;
+  for (const KvCopy& c : kv_.take_copies()) loaded += c.to_host ? 0 : 1;
+  if (!fits) {
     kv_.release(s.blocks);
     s.blocks.clear();
     return false;
@@ -79,7 +84,7 @@ bool SimEngine::try_admit(Slot& s) {
   s.registered = matched;
   s.running = true;
   ++running_;
-  s.request->admitted(std::min(matched * bs, r.prompt_tokens()));
+  s.request->admitted(std::min(matched * bs, r.prompt_tokens()), loaded * bs);
   return true;
 }
 
@@ -138,6 +143,8 @@ void SimEngine::update_gauges() {
   stats_.requests_waiting = static_cast<int64_t>(waiting_.size());
   stats_.kv_blocks_used = kv_.num_used();
   stats_.kv_blocks_total = kv_.num_blocks();
+  stats_.kv_host_blocks_saved_total = kv_.host_blocks_saved();
+  stats_.kv_host_blocks_loaded_total = kv_.host_blocks_loaded();
 }
 
 }  // namespace sy::sim

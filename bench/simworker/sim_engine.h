@@ -32,6 +32,7 @@ struct SimEngineOptions {
   int32_t max_num_seqs = 16;
   int32_t block_size = 16;
   int32_t kv_blocks = 8192;
+  int32_t kv_host_blocks = 0;  // the KV host tier (KvCacheManager's num_host_blocks); 0: none
   bool prefix_caching = true;
   uint64_t model_fingerprint = 0;  // h_{-1} of the block hashes
   // "": serial prefill queues in this process only; else the file of a prefill queue

@@ -32,8 +32,9 @@ int32_t SimRequest::max_context() const {
   return prompt_tokens() + std::max(req_.sampling.max_tokens, static_cast<int32_t>(req_.resume_ids.size()));
 }
 
-void SimRequest::admitted(int32_t cached_tokens) {
-  boost::asio::post(ex_->executor(), [self = shared_from_this(), cached_tokens] { self->begin(cached_tokens); });
+void SimRequest::admitted(int32_t cached_tokens, int32_t loaded_tokens) {
+  boost::asio::post(ex_->executor(),
+                    [self = shared_from_this(), cached_tokens, loaded_tokens] { self->begin(cached_tokens, loaded_tokens); });
 }
 
 void SimRequest::abort() {
@@ -68,11 +69,12 @@ void SimRequest::arm(double ms, void (SimRequest::*next)()) {
   });
 }
 
-void SimRequest::begin(int32_t cached_tokens) {
+void SimRequest::begin(int32_t cached_tokens, int32_t loaded_tokens) {
   if (done_) return;
   cached_tokens_ = cached_tokens;
   const auto uncached = static_cast<double>(start_tokens_.size()) - cached_tokens;
-  const double prefill_ms = jittered(ctx_.timing.prefill_us_per_token * uncached / 1000.0);
+  const double prefill_ms = jittered(ctx_.timing.prefill_us_per_token * uncached / 1000.0 +
+                                     ctx_.timing.host_load_us_per_token * loaded_tokens / 1000.0);
   const double ttft_ms = jittered(ctx_.timing.ttft_ms);
   if (!ctx_.timing.serial_prefill) return arm(ttft_ms + prefill_ms, &SimRequest::first_token);
   prefill_ = ctx_.engine.queue_prefill(prefill_ms);

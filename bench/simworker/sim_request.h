@@ -31,6 +31,7 @@ class SimEngine;
 struct SimTiming {
   double ttft_ms = 10;                // fixed part of the time to first token
   double prefill_us_per_token = 100;  // per prompt token not served from the cache
+  double host_load_us_per_token = 2.5;  // per cached token copied back from the KV host tier
   double itl_ms = 10;                 // between two tokens
   double jitter = 0;                  // each delay × uniform[1 − jitter, 1 + jitter]
   bool serial_prefill = false;        // prefills run one after another, as on one GPU
@@ -62,14 +63,15 @@ class SimRequest : public std::enable_shared_from_this<SimRequest> {
   // Tokens the request may hold at most: KV blocks are reserved for them.
   int32_t max_context() const;
 
-  // From the engine, any thread.
-  void admitted(int32_t cached_tokens);
+  // From the engine, any thread; `loaded_tokens` of the cached ones came back from the
+  // KV host tier (their copy is charged before the prefill).
+  void admitted(int32_t cached_tokens, int32_t loaded_tokens = 0);
   void abort();  // shutdown: an `aborted` error event ends the stream
   // From the connection, on its strand: the client left.
   void cancel();
 
  private:
-  void begin(int32_t cached_tokens);
+  void begin(int32_t cached_tokens, int32_t loaded_tokens);
   void arm(double ms, void (SimRequest::*next)());
   void prefilled();  // the queued prefill's time came: first token, or wait on
   void first_token();

@@ -357,6 +357,28 @@ TEST(Simworker, KvEventsSnapshotThenStoredAndRemovedHashes) {
   EXPECT_LT(first_left, expected[0].size());
 }
 
+// The KV host tier: of three 100-token prompts on 16 blocks (7 each reserved) the third
+// evicts the first's last 3 cached blocks; with a tier they are kept there, and the
+// first prompt's repeat finds all 6 full blocks cached, its first token waiting for the
+// 3 loaded (48 tokens at 5 ms each); without one it finds 3.
+TEST(Simworker, HostTierServesEvictedBlocksAndChargesTheirLoad) {
+  auto repeat_first = [](std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"--ttft-ms", "1", "--itl-ms", "1", "--prefill-us-per-token", "0"});
+    WorkerProcess w = start_sim(extra);
+    for (int i : {0, 1, 2})
+      EXPECT_TRUE(generate(w.port(), generate_body("p" + std::to_string(i), prompt_of(100, 3000 + 500 * i), 5, 1)).finished);
+    const Generated again = generate(w.port(), generate_body("again", prompt_of(100, 3000), 5, 1));
+    EXPECT_TRUE(again.finished) << again.error;
+    return std::pair(again, testing::http_request(w.port(), "GET", "/metrics").body);
+  };
+  const auto [with, metrics] = repeat_first({"--kv-host-blocks", "32", "--host-load-us-per-token", "5000"});
+  const Generated without = repeat_first({}).first;
+  EXPECT_EQ(with.finish.usage.cached_tokens, 96);
+  EXPECT_EQ(without.finish.usage.cached_tokens, 48) << "p2 evicted p0's last 3 of 6 full blocks";
+  EXPECT_NE(metrics.find("switchyard_worker_kv_host_blocks_loaded_total 3"), std::string::npos) << metrics;
+  EXPECT_GE(ms(with.token_at[0]), 3 * 16 * 5.0) << "the first repeat's loads are charged";
+}
+
 TEST(Simworker, ClientThatLeavesCancelsAndBadRequestsAreRefused) {
   WorkerProcess w = start_sim({"--ttft-ms", "1", "--itl-ms", "20", "--max-num-seqs", "1"});
   {
@@ -385,8 +407,10 @@ TEST(Simworker, ClientThatLeavesCancelsAndBadRequestsAreRefused) {
 }
 
 TEST(Simworker, RefusesBadFlags) {
-  for (std::vector<std::string> bad : {std::vector<std::string>{"--itl-ms", "-1"}, {"--jitter", "2"}, {"--kv-memory-gb", "1"},
-                                       {"--no-such-flag", "1"}}) {
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"--itl-ms", "-1"}, {"--jitter", "2"}, {"--kv-memory-gb", "1"}, {"--no-such-flag", "1"},
+        {"--kv-host-blocks", "-1"}, {"--kv-host-gb", "1", "--kv-host-blocks", "8"},
+        {"--kv-host-gb", "1", "--no-prefix-caching"}, {"--host-load-us-per-token", "-2"}}) {
     WorkerProcess w = start_sim(bad);  // with --kv-blocks already given
     EXPECT_EQ(w.port(), 0) << bad[0];
     EXPECT_EQ(w.terminate(), 2) << bad[0];

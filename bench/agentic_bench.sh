@@ -26,7 +26,8 @@
 # LOST_CONTEXT (unset; routing.lost_context, sessions or kv, reports named POLICY-lostLOST_CONTEXT),
 # NEW_SESSION (unset; routing.new_session, sessions or kv, reports named POLICY-newNEW_SESSION),
 # HEDGE (unset; 0: resilience.hedge false, reports named POLICY-nohedge),
-# HOST_GB (unset; worker.kv_host_gb, the KV host tier per replica, reports named POLICY-hostHOST_GB),
+# HOST_GB (unset; worker.kv_host_gb, the KV host tier per replica, reports named POLICY-hostHOST_GB;
+# sim: the simworker's --kv-host-gb),
 # PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu and sim:
 # build), SIM_ARGS (sim: the simworker's timing flags), PREFILL_US (sim: µs per uncached
 # prompt token, 60), TTFT_MS (sim: fixed ms of every first token, 60), SHARED (sim: 1 =
@@ -116,7 +117,10 @@ rebalance=
 [ -n "${SESSION_LOAD:-}" ] && rebalance="$rebalance, session_load: $SESSION_LOAD" tag=$tag-$SESSION_LOAD
 [ -n "${LOST_CONTEXT:-}" ] && rebalance="$rebalance, lost_context: $LOST_CONTEXT" tag=$tag-lost$LOST_CONTEXT
 [ -n "${NEW_SESSION:-}" ] && rebalance="$rebalance, new_session: $NEW_SESSION" tag=$tag-new$NEW_SESSION
-[ -n "${HOST_GB:-}" ] && kv="$kv, kv_host_gb: $HOST_GB" tag=$tag-host$HOST_GB
+if [ -n "${HOST_GB:-}" ]; then  # sim: the simworker's own flag, since its tier allocates nothing
+  tag=$tag-host$HOST_GB      # (the gateway checks worker.kv_host_gb against this machine's memory)
+  if [ "$MODE" = sim ]; then extra="${extra%]}, --kv-host-gb, $HOST_GB]"; else kv="$kv, kv_host_gb: $HOST_GB"; fi
+fi
 resilience=
 [ "${HEDGE:-}" = 0 ] && resilience="resilience: {hedge: false}" tag=$tag-nohedge
 if [ -n "${SLOW_MS:-}" ]; then  # one replica (SLOW_REPLICA, 0) behind a faultproxy adding SLOW_MS ms

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "bench/agentic/replica_breakdown.h"
@@ -150,6 +151,12 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
   std::vector<double> moved_ttft;
   int64_t followed = 0;  // later turns whose previous turn's replica is known
   double uncached = 0, moved_uncached = 0;
+  // Lost context: a later turn of a long prompt that found under half of it cached
+  // recomputes what the fleet no longer held; `lost_moved` of them ran elsewhere than
+  // their previous turn.
+  int64_t lost = 0, lost_moved = 0;
+  double lost_tokens = 0;
+  std::optional<Clock::time_point> lost_first;
   Clock::time_point first = run.end, last = run.start;
   for (const TurnResult& t : run.turns) {
     const RequestRecord& r = t.record;
@@ -175,11 +182,19 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
       ++without_cached;
     const double fresh = static_cast<double>(r.prompt_tokens - std::max<int64_t>(r.cached_tokens, 0));
     uncached += fresh;
+    const bool context_lost = t.turn > 0 && r.prompt_tokens > kLostContextMinTokens &&
+                              2 * std::max<int64_t>(r.cached_tokens, 0) < r.prompt_tokens;
+    if (context_lost) {
+      ++lost;
+      lost_tokens += fresh;
+      lost_first = std::min(lost_first.value_or(r.issued), r.issued);
+    }
     if (r.replica.empty()) continue;
     const auto [it, first_seen] = last_replica.try_emplace(t.session, r.replica);
     if (first_seen) continue;
     ++followed;
     if (it->second != r.replica) {
+      lost_moved += context_lost ? 1 : 0;
       moved_ttft.push_back(r.ttft_s());
       moved_uncached += fresh;
       it->second = r.replica;
@@ -249,6 +264,12 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
         {"ttft_ms", ms_percentiles(moved_ttft, {50, 90})},
         // Their share of every prompt token the replicas had to compute.
         {"uncached_share", number(ratio(moved_uncached, uncached))}}},
+      {"lost_context",
+       {{"min_prompt_tokens", kLostContextMinTokens},
+        {"turns", lost},
+        {"moved", lost_moved},
+        {"recomputed_tokens", lost_tokens},
+        {"first_s", lost_first ? json(std::chrono::duration<double>(*lost_first - run.start).count()) : json(nullptr)}}},
       {"load", load_json(run.load)},
       {"by_replica", replica_breakdown(run.turns, wall)},
       // While sessions still arrive: after that the fleet drains, and the last few
@@ -313,6 +334,10 @@ std::string agentic_summary(const json& r) {
   if (r["stalls"].is_number())
     o << "; attempts failed over for silence " << num(r["stalls"], 0) << ", preempted " << num(r["preempted"], 0);
   o << "\n";
+  const json& lost = r["lost_context"];
+  o << "  lost context (later turns over " << lost["min_prompt_tokens"] << " prompt tokens, under half cached): "
+    << lost["turns"] << " turns (" << lost["moved"] << " on another replica than the previous turn), "
+    << num(lost["recomputed_tokens"], 0) << " tokens recomputed, first at " << num(lost["first_s"], 0) << " s\n";
   o << "  TTFT p50/p90 ms by turn:";
   for (const json& t : r["ttft_ms_by_turn"])
     o << " " << t["turn"] << ":" << num(t["p50"], 0) << "/" << num(t["p90"], 0);

@@ -1,8 +1,9 @@
 // The agentic run's report (bench/README.md, "switchyard-agentic"): per-user output tok/s
 // (p10, p50), TTFT p50/p90/p99 overall and by turn, ITL p50/p99, the prefix hit rate from
 // usage.prompt_tokens_details.cached_tokens, the oracle hit rate and hedges from the
-// gateway's counters, load imbalance from /admin/status samples, aggregate output tok/s, sessions
-// and errors. Rates count only turns the client validated (real text of the requested
+// gateway's counters, load imbalance from /admin/status samples, aggregate output tok/s,
+// lost context (later turns over kLostContextMinTokens prompt tokens that found under half
+// of them cached: what the fleet's KV no longer held), sessions and errors. Rates count only turns the client validated (real text of the requested
 // length); a run with any failed turn is marked invalid.
 #pragma once
 
@@ -13,6 +14,8 @@
 #include "bench/agentic/agentic_runner.h"
 
 namespace sy::bench {
+
+constexpr int64_t kLostContextMinTokens = 10000;
 
 // The gateway's counters over the run (the difference of two /metrics scrapes): the
 // oracle's (switchyard_gateway_oracle_{prompt,cached}_tokens_total) and its hedges

@@ -201,5 +201,46 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   EXPECT_NE(csv.find("\n0,0,3,,0,0.000,-1.000,0.000,-1,-1\n"), std::string::npos) << csv;
 }
 
+
+// Lost context: later turns over 10K prompt tokens with under half cached, whether they
+// ran where the session's previous turn did, and what they recomputed.
+TEST(AgenticReport, CountsTurnsThatLostTheirContext) {
+  AgenticRun run;
+  run.start = Clock::now();
+  run.sessions_planned = run.sessions_started = 1;
+  struct Row {
+    const char* replica;
+    int64_t prompt, cached;
+  };
+  // Turn 0 is never lost (nothing to lose); turn 1 kept most; turn 2 lost it on its own
+  // replica, turn 3 on another; turn 4 is below the size counted.
+  const Row rows[] = {{"r0", 12000, 0}, {"r0", 15000, 12000}, {"r0", 18000, 4000}, {"r1", 20000, 2000}, {"r1", 9000, 0}};
+  for (int turn = 0; turn < 5; ++turn) {
+    TurnResult t;
+    t.turn = turn;
+    RequestRecord& r = t.record;
+    r.replica = rows[turn].replica;
+    r.max_tokens = r.completion_tokens = 1;
+    r.prompt_tokens = rows[turn].prompt;
+    r.cached_tokens = rows[turn].cached;
+    r.issued = run.start + std::chrono::seconds(10 * turn);
+    r.arrivals.push_back({r.issued + std::chrono::milliseconds(100), 1});
+    r.done = r.arrivals.back().at;
+    r.content_events = r.streamed_tokens = 1;
+    r.text = "a";
+    run.turns.push_back(t);
+  }
+  run.end = Clock::now();
+  const auto report = agentic_report(run, small_spec(), "t", std::nullopt);
+  const auto& lost = report["lost_context"];
+  EXPECT_EQ(lost["turns"], 2);
+  EXPECT_EQ(lost["moved"], 1);
+  EXPECT_DOUBLE_EQ(lost["recomputed_tokens"].get<double>(), 14000 + 18000);
+  EXPECT_NEAR(lost["first_s"].get<double>(), 20, 1e-6);
+  EXPECT_NE(agentic_summary(report).find("under half cached): 2 turns (1 on another replica than the previous turn), "
+                                         "32000 tokens recomputed, first at 20 s"),
+            std::string::npos)
+      << agentic_summary(report);
+}
 }  // namespace
 }  // namespace sy::bench

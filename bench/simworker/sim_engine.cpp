@@ -72,8 +72,8 @@ bool SimEngine::try_admit(Slot& s) {
   const int32_t matched = kv_.match_prefix(s.hashes, s.blocks);
   const int32_t need = (r.max_context() + bs - 1) / bs - matched;
   const bool fits = kv_.allocate(need, s.blocks);
-  // The host tier's copies are only timed: a load's blocks count, a save costs nothing
-  // here (the worker runs saves in the same step as loads).
+  // The host tier's copies are only timed, and only the loads (the request waits for
+  // them); saves are left out, though on the GPU a block costs as much either way.
   int32_t loaded = 0;
   for (const KvCopy& c : kv_.take_copies()) loaded += c.to_host ? 0 : 1;
   if (!fits) {

@@ -20,11 +20,12 @@ int32_t KvCacheManager::match_prefix(const std::vector<uint64_t>& hashes, std::v
   if (!prefix_caching_) return 0;
   // The whole prefix first: a reference on each block the cache holds, so that loading
   // its host-held blocks (which takes fresh blocks and may evict) cannot evict its own
-  // later blocks. A host-held block's place holds its slot until it is loaded.
+  // later blocks. A host-held block's place is -1 until it is loaded.
   const size_t start = blocks.size();
   struct Load {
     size_t at;
     uint64_t hash;
+    int32_t slot;
   };
   std::vector<Load> loads;
   for (uint64_t h : hashes) {
@@ -34,8 +35,8 @@ int32_t KvCacheManager::match_prefix(const std::vector<uint64_t>& hashes, std::v
       ++b.refs;
       blocks.push_back(it->second);
     } else if (auto on_host = host_by_hash_.find(h); on_host != host_by_hash_.end()) {
-      loads.push_back({blocks.size(), h});
-      blocks.push_back(on_host->second);
+      loads.push_back({blocks.size(), h, on_host->second});
+      blocks.push_back(-1);
     } else {
       break;
     }
@@ -44,27 +45,21 @@ int32_t KvCacheManager::match_prefix(const std::vector<uint64_t>& hashes, std::v
   const size_t fit = std::min(loads.size(), static_cast<size_t>(num_available()));
   if (fit < loads.size()) {
     std::vector<int32_t> beyond;
-    for (size_t i = loads[fit].at, l = fit; i < blocks.size(); ++i) {
-      if (l < loads.size() && loads[l].at == i) {
-        ++l;
-      } else {
-        beyond.push_back(blocks[i]);
-      }
-    }
+    for (size_t i = loads[fit].at; i < blocks.size(); ++i)
+      if (blocks[i] >= 0) beyond.push_back(blocks[i]);
     blocks.resize(loads[fit].at);
     loads.resize(fit);
     release(beyond);
   }
-  for (const Load& l : loads) pin(blocks[l.at]);  // before take_block, whose eviction may want a host slot
+  for (const Load& l : loads) pin(l.slot);  // before take_block, whose eviction may want a host slot
   for (const Load& l : loads) {
-    const int32_t slot = blocks[l.at];
     const int32_t id = take_block();
     Block& b = blocks_[static_cast<size_t>(id)];
     b.refs = 1;
     b.hashed = true;
     b.hash = l.hash;
     by_hash_[l.hash] = id;
-    copies_.push_back({id, slot, false});
+    copies_.push_back({id, l.slot, false});
     ++host_loaded_;
     blocks[l.at] = id;
   }

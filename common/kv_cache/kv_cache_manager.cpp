@@ -69,9 +69,23 @@ int32_t KvCacheManager::match_prefix(const std::vector<uint64_t>& hashes, std::v
 void KvCacheManager::pin(int32_t slot) {
   HostSlot& s = host_[static_cast<size_t>(slot)];
   if (s.pinned) return;
-  host_lru_.erase(s.lru_pos);
+  (s.spare ? host_spare_ : host_lru_).erase(s.lru_pos);
   s.pinned = true;
   host_pinned_.push_back(slot);
+}
+
+void KvCacheManager::host_touch(int32_t slot) {
+  HostSlot& s = host_[static_cast<size_t>(slot)];
+  const bool spare = by_hash_.count(s.hash) > 0;
+  std::list<int32_t>& to = spare ? host_spare_ : host_lru_;
+  if (s.pinned) {
+    s.pinned = false;
+    to.push_back(slot);
+    s.lru_pos = std::prev(to.end());
+  } else {
+    to.splice(to.end(), s.spare ? host_spare_ : host_lru_, s.lru_pos);
+  }
+  s.spare = spare;
 }
 
 std::optional<int32_t> KvCacheManager::take_host_slot() {
@@ -80,9 +94,11 @@ std::optional<int32_t> KvCacheManager::take_host_slot() {
     host_free_.pop_back();
     return slot;
   }
-  if (host_lru_.empty()) return std::nullopt;
-  const int32_t slot = host_lru_.front();
-  host_lru_.pop_front();
+  // A spare copy first: dropping it loses nothing the cache does not hold.
+  std::list<int32_t>& from = host_spare_.empty() ? host_lru_ : host_spare_;
+  if (from.empty()) return std::nullopt;
+  const int32_t slot = from.front();
+  from.pop_front();
   const uint64_t old = host_[static_cast<size_t>(slot)].hash;
   host_by_hash_.erase(old);
   if (!by_hash_.count(old)) note(KvEvent::Type::kRemoved, old);
@@ -95,9 +111,9 @@ void KvCacheManager::evict(int32_t id) {
   b.hashed = false;
   if (auto held = host_by_hash_.find(b.hash); held != host_by_hash_.end()) {
     // The host still holds it: no copy, but it is now the host's most recently used
-    // (a block loaded once and used for many turns since must not be its oldest).
-    HostSlot& s = host_[static_cast<size_t>(held->second)];
-    if (!s.pinned) host_lru_.splice(host_lru_.end(), host_lru_, s.lru_pos);
+    // (a block loaded once and used for many turns since must not be its oldest), and no
+    // longer a spare.
+    if (!host_[static_cast<size_t>(held->second)].pinned) host_touch(held->second);
     return;
   }
   if (const std::optional<int32_t> slot = take_host_slot()) {
@@ -144,7 +160,11 @@ void KvCacheManager::register_full_block(int32_t id, uint64_t hash) {
   b.hashed = true;
   b.hash = hash;
   by_hash_[hash] = id;
-  if (!host_by_hash_.count(hash)) note(KvEvent::Type::kStored, hash);
+  if (auto held = host_by_hash_.find(hash); held == host_by_hash_.end()) {
+    note(KvEvent::Type::kStored, hash);
+  } else if (!host_[static_cast<size_t>(held->second)].pinned) {
+    host_touch(held->second);  // computed again: the host's copy is now a spare
+  }
 }
 
 void KvCacheManager::release(const std::vector<int32_t>& ids) {
@@ -166,12 +186,7 @@ void KvCacheManager::release(const std::vector<int32_t>& ids) {
 
 std::vector<KvCopy> KvCacheManager::take_copies() {
   if (copies_.empty()) return {};  // nothing pinned either: only a pending copy pins
-  for (int32_t slot : host_pinned_) {
-    HostSlot& s = host_[static_cast<size_t>(slot)];
-    s.pinned = false;
-    host_lru_.push_back(slot);
-    s.lru_pos = std::prev(host_lru_.end());
-  }
+  for (int32_t slot : host_pinned_) host_touch(slot);  // a load's slot becomes a spare
   host_pinned_.clear();
   // A block loaded twice was evicted after its first load without a save (its hash is
   // on the host): only the last load into it matters, and loads of one run are distinct.

@@ -8,11 +8,13 @@
 // With a host tier (num_host_blocks > 0), an evicted block's KV is saved to a host slot
 // instead of dropped (unless the host already holds its hash), and a prefix found there
 // is loaded back into fresh blocks instead of recomputed: the manager records each copy
-// (take_copies) and the backend runs them before the next step. Host slots are evicted
-// least recently used first; a slot a pending copy reads or writes is kept until the
-// copies are taken; a block evicted while the host holds its hash is not copied again
-// but makes that slot the most recently used. A hash counts as cached (for events and
-// matching) while the cache or the host holds it.
+// (take_copies) and the backend runs them before the next step. A slot whose hash the
+// cache also holds (loaded back, or computed again) is a spare copy: the host evicts
+// those first, then the others least recently used first; a slot a pending copy reads
+// or writes is kept until the copies are taken; a block evicted while the host holds its
+// hash is not copied again but makes that slot the most recently used. So the host adds
+// its whole size to the cache's instead of mirroring what the cache holds. A hash counts
+// as cached (for events and matching) while the cache or the host holds it.
 //
 // Owned by one thread (the worker's engine thread; the simulated worker's strand).
 // Changes to the set of cached hashes are collected and published to the KvEventHub
@@ -82,12 +84,16 @@ class KvCacheManager {
   struct HostSlot {
     uint64_t hash = 0;
     bool pinned = false;                    // a pending copy uses it: not evictable
+    bool spare = false;                     // in host_spare_ (the cache holds its hash)
     std::list<int32_t>::iterator lru_pos;  // valid while held and not pinned
   };
   void evict(int32_t block);
   int32_t take_block();  // a free block, else the least recently released cached one
   std::optional<int32_t> take_host_slot();
   void pin(int32_t slot);
+  // Puts a held, unpinned slot at the newest end of its list: host_spare_ while the
+  // cache holds its hash, else host_lru_.
+  void host_touch(int32_t slot);
 
   int32_t num_blocks_;
   bool prefix_caching_;
@@ -98,7 +104,8 @@ class KvCacheManager {
   std::unordered_map<uint64_t, int32_t> by_hash_;
   std::vector<HostSlot> host_;
   std::vector<int32_t> host_free_;
-  std::list<int32_t> host_lru_;  // held, unpinned slots, least recently used first
+  std::list<int32_t> host_lru_;    // held, unpinned slots only the host holds, least recently used first
+  std::list<int32_t> host_spare_;  // held, unpinned slots the cache holds too, oldest first
   std::vector<int32_t> host_pinned_;
   std::unordered_map<uint64_t, int32_t> host_by_hash_;
   std::vector<KvCopy> copies_;

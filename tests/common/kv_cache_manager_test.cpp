@@ -190,6 +190,37 @@ TEST(KvCacheManagerHostTier, AnEvictionTheHostAlreadyHoldsMakesItsSlotTheNewest)
   EXPECT_EQ(kv.match_prefix({10}, m), 1) << "10 was used after 20 was saved";
 }
 
+// Seed 1's lost turns after e0f0ef3 (docs/PERFORMANCE.md, 2026-12-04 19:23): a prefix
+// loaded back kept its host copy as the host's newest, so the host mirrored what the GPU
+// held and evicted the only copies of other sessions' prefixes first.
+TEST(KvCacheManagerHostTier, TheHostDropsACopyTheCacheHoldsBeforeItsOnlyCopies) {
+  KvCacheManager kv(2, true, nullptr, 2);
+  cache(kv, {1, 2});
+  std::vector<int32_t> fresh;
+  ASSERT_TRUE(kv.allocate(2, fresh));  // 2, then 1, to the host
+  kv.release(fresh);
+  kv.take_copies();
+  std::vector<int32_t> m;
+  ASSERT_EQ(kv.match_prefix({1}, m), 1);  // 1 loaded back: the host's copy is a spare
+  kv.take_copies();
+  cache(kv, {3});
+  std::vector<int32_t> b;
+  ASSERT_TRUE(kv.allocate(1, b));  // 3 saved: the host drops a slot
+  ASSERT_EQ(kv.take_copies().size(), 1u);
+  kv.release(b);
+  EXPECT_EQ(kv.num_host_cached(), 2);
+  std::vector<int32_t> again;
+  EXPECT_EQ(kv.match_prefix({2}, again), 1) << "2's only copy is kept; 1's spare went";
+  kv.release(again);
+  kv.take_copies();
+  kv.release(m);
+  ASSERT_TRUE(kv.allocate(2, b = {}));  // 2 evicted (held: no copy), then 1 (saved again)
+  const std::vector<KvCopy> saves = kv.take_copies();
+  ASSERT_EQ(saves.size(), 1u);
+  EXPECT_TRUE(saves[0].to_host);
+  EXPECT_EQ(saves[0].block, m[0]);
+}
+
 TEST(KvCacheManagerHostTier, LoadingAPrefixNeverEvictsItsOwnLaterBlocks) {
   KvCacheManager kv(2, true, nullptr, 1);
   cache(kv, {1});

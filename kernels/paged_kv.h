@@ -40,7 +40,10 @@ struct KvBlockLayout {
 // One block's copy between the KV cache and the backend's host tier (host memory that
 // keeps prefix blocks evicted from the cache): to_host saves cache block `block` into
 // host slot `host_slot`, otherwise the slot is loaded back into the block. A plan's
-// copies run in order before its tokens; no two loads of one plan write the same block.
+// copies run in order before its tokens; no two loads of one plan write the same block,
+// and no save follows a load of its block or slot (common/kv_cache/kv_cache_manager.h:
+// a loaded block's hash stays on the host, a loaded slot stays pinned), so running
+// every save before every load gives the same result.
 struct KvCopy {
   int32_t block = 0;
   int32_t host_slot = 0;

@@ -329,9 +329,9 @@ void FleetConfig::validate(const std::string& label) const {
   if (worker.kv_blocks < 0 || !(worker.kv_memory_gb > 0)) fail("worker", "kv_blocks must be >= 0 and kv_memory_gb > 0");
   if (!(worker.kv_host_gb >= 0) || worker.kv_host_gb > 1e6) fail("worker.kv_host_gb", "must be 0 or more (GiB of host memory)");
   for (const auto& [name, m] : modes)
-    if (worker.kv_host_gb > 0 && m.pcp > 1)
-      fail("worker.kv_host_gb", "the KV host tier is not supported with context parallelism yet (modes." + name + ".pcp is " +
-                                    std::to_string(m.pcp) + ")");
+    if (worker.kv_host_gb > 0 && m.pcp > 1 && !cpu)
+      fail("worker.kv_host_gb", "the KV host tier is not supported with context parallelism on GPUs yet (modes." + name +
+                                    ".pcp is " + std::to_string(m.pcp) + ")");
   if (!(shutdown.drain_grace_s >= 0) || !(shutdown.worker_stop_grace_s >= 0) || shutdown.drain_grace_s > 86400 ||
       shutdown.worker_stop_grace_s > 86400)
     fail("shutdown", "drain_grace_s and worker_stop_grace_s between 0 and 86400");

@@ -79,6 +79,9 @@ modes:
 )", "t");
   EXPECT_EQ(cp.modes.at("latency").devices_per_replica, 4);
   EXPECT_EQ(cp.modes.at("latency").pcp, 2);
+  // The host tier with context parallelism: cpu ranks share one (GPUs: refused, below).
+  const std::string cpu_pcp = "model: m\nmodes: {latency: {replicas: 1, pcp: 2}}\ndefault_mode: latency\n";
+  EXPECT_DOUBLE_EQ(FleetConfig::parse(cpu_pcp + "worker: {kv_host_gb: 1}\n", "t").worker.kv_host_gb, 1);
 }
 
 TEST(FleetConfig, ApiKeysAreStringsOrMappingsWithLimits) {
@@ -164,8 +167,8 @@ TEST(FleetConfig, MistakesAreNamed) {
       {base + "worker: {max_num_seqs: 0}\n", "worker.max_num_seqs: must be 1 to 4096"},
       {base + "worker: {numerics: exact}\n", "worker.numerics: must be deterministic, fast or auto"},
       {base + "worker: {kv_host_gb: -1}\n", "worker.kv_host_gb: must be 0 or more"},
-      {"model: m.gguf\nmodes: {latency: {replicas: 1, pcp: 2}}\ndefault_mode: latency\nworker: {kv_host_gb: 1}\n",
-       "worker.kv_host_gb: the KV host tier is not supported with context parallelism yet (modes.latency.pcp is 2)"},
+      {"model: m.gguf\ndevices: [\"0\", \"1\"]\nmodes: {latency: {replicas: 1, pcp: 2}}\ndefault_mode: latency\nworker: {kv_host_gb: 1}\n",
+       "worker.kv_host_gb: the KV host tier is not supported with context parallelism on GPUs yet (modes.latency.pcp is 2)"},
       {"model: m.gguf\nmodes: {latency: {replicas: 1, devices_per_replica: 4, parallel: pcp}}\ndefault_mode: latency\n",
        "modes.latency.parallel: is replaced by tp and pcp"},
       {"model: m.gguf\ndevices: [\"0\", \"1\"]\nmodes: {latency: {replicas: 1, tp: 4}}\ndefault_mode: latency\n",

@@ -170,6 +170,28 @@ TEST(ContextSplit, ChunksAreLoadBalancedAndBlocksHaveOneHome) {
   EXPECT_EQ(on0.table().context_len(2), 3);
 }
 
+// The host tier's copies on context-parallel ranks sharing one tier: each rank runs the
+// copies of the blocks it is home to, at their slots there, every save before `between`
+// (the group's barrier) and every load after it, so a slot rank 1 saves into reaches
+// rank 0's load of it in the same plan. Here rank 0's barrier runs rank 1's copies.
+TEST(ContextSplit, HostTierCopiesRunOnEachBlocksHomeSavesFirst) {
+  const KvBlockLayout l{4, 8, 1};  // 4-byte chunks, 2 blocks a rank, one layer: [K K][V V]
+  std::string cache0(16, '.'), host(16, '-');
+  std::string cache1 = std::string("kk......") + "vv......";  // rank 1's slot 0: logical block 1
+  const std::vector<KvCopy> copies = {{1, 1, true}, {2, 1, false}};  // save block 1, load it into block 2
+  int barriers = 0;
+  copy_kv_blocks_of_rank(l, copies, cache0.data(), host.data(), 0, 2, [&] {
+    ++barriers;
+    copy_kv_blocks_of_rank(l, copies, cache1.data(), host.data(), 1, 2, [&] { ++barriers; });
+  });
+  EXPECT_EQ(barriers, 2);
+  EXPECT_EQ(host, std::string("--------") + "kk..vv..");
+  EXPECT_EQ(cache0, std::string("....kk..") + "....vv..") << "block 2 is rank 0's slot 1";
+  EXPECT_EQ(cache1, std::string("kk......") + "vv......") << "rank 1 loads nothing";
+  copy_kv_blocks_of_rank(l, std::span(copies).first(1), cache1.data(), host.data(), 1, 2, [&] { ++barriers; });
+  EXPECT_EQ(barriers, 2) << "no barrier without loads";
+}
+
 // The engine on a pcp 2 group of 24 blocks a rank: a 700-token request cancelled
 // mid-prefill frees every block, then a 650-token prompt (41 blocks, more than one rank
 // holds) gives the unsharded engine's greedy tokens.

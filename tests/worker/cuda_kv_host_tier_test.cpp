@@ -1,5 +1,5 @@
-// The KV host tier on the cuda backend (one GPU, and two tensor-parallel ranks sharing
-// it): an evicted prefix copied back from pinned host memory by kernels/cuda/kv_copy.cuh
+// The KV host tier on the cuda backend (one GPU, and two tensor-parallel or two
+// context-parallel ranks sharing it): an evicted prefix copied back from pinned host memory by kernels/cuda/kv_copy.cuh
 // gives the tokens of computing it whole, also under preemption (batch-invariant
 // numerics, so that cached and computed prefixes give the same bits). Skips without a
 // CUDA device.
@@ -33,6 +33,16 @@ TEST(CudaKvHostTier, EachTensorParallelRankCopiesItsShard) {
 TEST(CudaKvHostTier, ManyRequestsUnderPreemptionKeepTheirTokens) {
   SY_SKIP_WITHOUT_CUDA();
   testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cuda", deterministic(1));
+}
+
+// Two context-parallel ranks sharing the GPU and one tier (under preemption, blocks
+// saved by one rank come back into blocks the other is home to).
+TEST(CudaKvHostTier, ContextParallelRanksShareOneTier) {
+  SY_SKIP_WITHOUT_CUDA();
+  BackendOptions bo = deterministic(1);
+  bo.pcp = 2;
+  testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cuda:0,0", bo);
+  testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cuda:0,0", bo);
 }
 
 }  // namespace

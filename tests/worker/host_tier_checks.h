@@ -32,15 +32,16 @@ inline std::vector<int32_t> host_tier_random_ids(size_t n, uint32_t seed, int32_
 // Runs, one after another on a cache of 48 blocks of 16 tokens: a (600 shared tokens and
 // 3 more), a flood of 600 other tokens that evicts most of a's cached blocks (its last
 // first), then b (the shared 600 and 4 more). `host_slots` 0: no host tier; prefix
-// caching 0ff: b alone on a fresh cache, computed whole.
+// caching 0ff: b alone on a fresh cache, computed whole. With bo.pcp > 1 each rank holds
+// 1/pcp of the blocks and of the slots (the group's tier shares the ranks' budgets).
 inline HostTierRun run_host_tier(const std::string& model, const std::string& device, BackendOptions bo,
                                  int32_t host_slots, bool prefix_caching = true) {
   auto src = ModelSource::open(fixture_path(model));
   const ModelConfig config = ModelConfig::from_source(*src);
-  bo.num_kv_blocks = 48;
+  bo.num_kv_blocks = 48 / bo.pcp;
   bo.block_size = 16;
   // Slots sized for a whole block's values, enough for every rank's shard.
-  bo.kv_host_memory_bytes = static_cast<size_t>(host_slots) * kv_bytes_per_block(config, 16, sizeof(float));
+  bo.kv_host_memory_bytes = static_cast<size_t>(host_slots / bo.pcp) * kv_bytes_per_block(config, 16, sizeof(float));
   auto backend = create_backend(device, *src, config, bo);
   EngineOptions eo;
   eo.prefill_chunk = 64;
@@ -88,7 +89,7 @@ inline void expect_host_tier_serves_the_evicted_prefix(const std::string& model,
 // Twelve requests at once over four shared 200-token prefixes on a cache of 24 blocks
 // (one request's 17 at a time: the rest wait or are preempted) and a host tier of 16
 // slots (its own slots evicted, pinned ones kept while their copies wait): every request
-// gets the tokens it gets alone on a cold cache.
+// gets the tokens it gets alone on a cold cache. bo.pcp > 1: the group's blocks and slots.
 inline void expect_host_tier_under_pressure_keeps_tokens(const std::string& model, const std::string& device,
                                                          BackendOptions bo) {
   auto src = ModelSource::open(fixture_path(model));
@@ -105,9 +106,9 @@ inline void expect_host_tier_under_pressure_keeps_tokens(const std::string& mode
   auto run = [&](int32_t kv_blocks, int32_t host_slots, bool prefix_caching, const std::vector<EngineRequest>& reqs,
                  HostTierRun* counts) {
     BackendOptions o = bo;
-    o.num_kv_blocks = kv_blocks;
+    o.num_kv_blocks = kv_blocks / bo.pcp;
     o.block_size = 16;
-    o.kv_host_memory_bytes = static_cast<size_t>(host_slots) * kv_bytes_per_block(config, 16, sizeof(float));
+    o.kv_host_memory_bytes = static_cast<size_t>(host_slots / bo.pcp) * kv_bytes_per_block(config, 16, sizeof(float));
     EngineOptions eo;
     eo.prefill_chunk = 64;
     eo.max_num_seqs = 4;

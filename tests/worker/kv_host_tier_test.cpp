@@ -1,7 +1,8 @@
-// The KV host tier on the cpu backend (one rank and a tp 2 group, whose ranks each copy
-// their shard): an evicted prefix served again from host memory with the tokens of
-// computing it whole, also under preemption with the tier's own slots evicted; options
-// the tier does not support refused.
+// The KV host tier on the cpu backend (one rank, a tp 2 group whose ranks each copy
+// their shard, and pcp 2 groups whose ranks share one tier and each copy the blocks it is
+// home to): an evicted prefix served again from host memory with the tokens of computing
+// it whole, also under preemption with the tier's own slots evicted; a budget that holds
+// no block refused.
 #include <gtest/gtest.h>
 
 #include "host_tier_checks.h"
@@ -25,17 +26,33 @@ TEST(KvHostTier, ManyRequestsUnderPreemptionKeepTheirTokens) {
   testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cpu", {});
 }
 
-TEST(KvHostTier, RefusedWithContextParallelismAndWhenNoBlockFits) {
+BackendOptions context_parallel(int32_t tp, int32_t pcp) {
+  BackendOptions bo;
+  bo.tp = tp;
+  bo.pcp = pcp;
+  return bo;
+}
+
+TEST(KvHostTier, ContextParallelRanksShareOneTier) {
+  testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cpu", context_parallel(1, 2));
+}
+
+// Under preemption blocks saved by one rank come back into blocks the other is home to:
+// with a tier per rank instead of one shared, tokens differ (checked).
+TEST(KvHostTier, ContextParallelRanksUnderPreemptionKeepTheirTokens) {
+  testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cpu", context_parallel(1, 2));
+  testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cpu", context_parallel(2, 2));
+}
+
+TEST(KvHostTier, RefusedWhenNoBlockFits) {
   auto src = ModelSource::open(testing::fixture_path(kModel));
   const ModelConfig config = ModelConfig::from_source(*src);
-  BackendOptions bo;
-  bo.num_kv_blocks = 16;
-  bo.pcp = 2;
-  bo.kv_host_memory_bytes = size_t{1} << 24;
-  EXPECT_THROW(create_backend("cpu", *src, config, bo), std::invalid_argument);
-  bo.pcp = 1;
-  bo.kv_host_memory_bytes = 1;
-  EXPECT_THROW(create_backend("cpu", *src, config, bo), std::invalid_argument);
+  for (const int32_t pcp : {1, 2}) {
+    BackendOptions bo = context_parallel(1, pcp);
+    bo.num_kv_blocks = 16;
+    bo.kv_host_memory_bytes = 1;
+    EXPECT_THROW(create_backend("cpu", *src, config, bo), std::invalid_argument) << "pcp " << pcp;
+  }
 }
 
 }  // namespace

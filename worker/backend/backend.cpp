@@ -7,6 +7,7 @@
 
 #include "worker/backend/cpu_backend.h"
 #include "worker/backend/group_backend.h"
+#include "worker/plan/context_split.h"
 #ifdef SY_HAVE_CUDA
 #include "worker/backend/cuda_backend.h"
 #endif
@@ -46,17 +47,39 @@ size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size, size_t bytes
          static_cast<size_t>(c.kv_dim()) * 2 * bytes_per_value;
 }
 
+namespace {
+
+// One copy, `c.block` being the cache's own slot of the block.
+void copy_kv_block(const KvBlockLayout& l, const KvCopy& c, char* cache, char* host) {
+  for (int32_t layer = 0; layer < l.layers; ++layer)
+    for (size_t half = 0; half < 2; ++half) {
+      char* dev = cache + (2 * static_cast<size_t>(layer) + half) * l.half_bytes + static_cast<size_t>(c.block) * l.chunk_bytes;
+      char* hst = host + static_cast<size_t>(c.host_slot) * l.slot_bytes() + (2 * static_cast<size_t>(layer) + half) * l.chunk_bytes;
+      if (c.to_host)
+        std::memcpy(hst, dev, l.chunk_bytes);
+      else
+        std::memcpy(dev, hst, l.chunk_bytes);
+    }
+}
+
+}  // namespace
+
 void copy_kv_blocks(const KvBlockLayout& l, std::span<const KvCopy> copies, char* cache, char* host) {
-  for (const KvCopy& c : copies)
-    for (int32_t layer = 0; layer < l.layers; ++layer)
-      for (size_t half = 0; half < 2; ++half) {
-        char* dev = cache + (2 * static_cast<size_t>(layer) + half) * l.half_bytes + static_cast<size_t>(c.block) * l.chunk_bytes;
-        char* hst = host + static_cast<size_t>(c.host_slot) * l.slot_bytes() + (2 * static_cast<size_t>(layer) + half) * l.chunk_bytes;
-        if (c.to_host)
-          std::memcpy(hst, dev, l.chunk_bytes);
-        else
-          std::memcpy(dev, hst, l.chunk_bytes);
+  for (const KvCopy& c : copies) copy_kv_block(l, c, cache, host);
+}
+
+void copy_kv_blocks_of_rank(const KvBlockLayout& l, std::span<const KvCopy> copies, char* cache, char* host,
+                            int32_t rank, int32_t ranks, const std::function<void()>& between) {
+  bool saves = false, loads = false;
+  for (const KvCopy& c : copies) (c.to_host ? saves : loads) = true;
+  for (const bool to_host : {true, false}) {
+    if (!to_host && saves && loads) between();
+    for (KvCopy c : copies)
+      if (c.to_host == to_host && block_home(c.block, ranks) == rank) {
+        c.block = block_slot(c.block, ranks);
+        copy_kv_block(l, c, cache, host);
       }
+  }
 }
 
 std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSource& src,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -91,7 +92,9 @@ struct BackendOptions {
   size_t kv_memory_bytes = size_t{2} << 30;
   // Host memory per rank for the KV host tier (common/kv_cache/kv_cache_manager.h):
   // prefix blocks evicted from the cache are kept there and copied back on a hit
-  // (cuda: pinned, read and written by a copy kernel). 0: none. Not with pcp > 1.
+  // (cuda: pinned, read and written by a copy kernel). 0: none. With pcp > 1 the
+  // context-parallel ranks of one tensor-parallel index share one tier of pcp × this
+  // (a block's home rank copies it; cuda: not yet run on a GPU).
   size_t kv_host_memory_bytes = 0;
   // cuda: with num_kv_blocks 0 and this > 0, the KV cache takes this fraction of the
   // device memory still free after weights and buffers, instead of kv_memory_bytes.
@@ -146,6 +149,14 @@ size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size, size_t bytes
 // Runs `copies` in order between `cache` (laid out as `l` says) and `host` slots, on the
 // calling thread (the cpu backend's copies).
 void copy_kv_blocks(const KvBlockLayout& l, std::span<const KvCopy> copies, char* cache, char* host);
+
+// Context parallelism (worker/plan/context_split.h): rank `rank` of `ranks` runs the
+// copies of the blocks it is home to, each at its slot there, into and out of a host
+// tier the ranks share; every save first, then `between()`, then every load. Saves
+// before loads is the plans' own order as far as it matters (KvCopy), and `between` (a
+// barrier) keeps another rank's load of a slot after this rank's save into it.
+void copy_kv_blocks_of_rank(const KvBlockLayout& l, std::span<const KvCopy> copies, char* cache, char* host,
+                            int32_t rank, int32_t ranks, const std::function<void()>& between);
 
 // The cuda devices `name` gives `ranks` ranks (a group's tp × pcp), in rank order:
 // "cuda" → 0..ranks-1, "cuda:N" → N..N+ranks-1, "cuda:A,B,..." → that list (repeats

@@ -249,12 +249,18 @@ CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const 
   else
     kv_.reset(new float[layer_kv_floats_ * 2 * static_cast<size_t>(config.n_layers)]);
   if (options.kv_host_memory_bytes > 0) {
-    if (cp.size > 1) throw std::invalid_argument("the KV host tier is not supported with context parallelism (pcp > 1) yet");
-    const size_t slot = kv_layout().slot_bytes();
+    if (cp.size > 1)
+      throw std::invalid_argument("a context-parallel rank's KV host tier is its group's (create_cpu_group), not its own");
+    const size_t slot = host_slot_bytes();
     num_host_blocks_ = static_cast<int32_t>(std::min<size_t>(options.kv_host_memory_bytes / slot, INT32_MAX));
     if (num_host_blocks_ <= 0) throw std::invalid_argument("the KV host memory budget holds no block");
     host_kv_.reset(new char[static_cast<size_t>(num_host_blocks_) * slot]);
   }
+}
+
+void CpuBackend::share_host_tier(std::shared_ptr<char[]> slots, int32_t count) {
+  host_kv_ = std::move(slots);
+  num_host_blocks_ = count;
 }
 
 KvBlockLayout CpuBackend::kv_layout() const {
@@ -292,7 +298,14 @@ void CpuBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {
   const std::string bad = plan.validate(block_size_, num_kv_blocks(), c.vocab, num_host_blocks_);
   SY_CHECK_MSG(bad.empty(), "invalid batch plan: %s", bad.c_str());
   char* cache = kv16_ ? reinterpret_cast<char*>(kv16_.get()) : reinterpret_cast<char*>(kv_.get());
-  copy_kv_blocks(kv_layout(), plan.kv_copies, cache, host_kv_.get());
+  if (cp_comm_) {
+    copy_kv_blocks_of_rank(kv_layout(), plan.kv_copies, cache, host_kv_.get(), cp_comm_->rank(), cp_size_, [&] {
+      if (const parallel::CommStatus s = cp_comm_->barrier(); !s.ok())
+        throw std::runtime_error("context-parallel host-tier barrier failed: " + std::string(parallel::to_string(s.code)) + " " + s.message);
+    });
+  } else {
+    copy_kv_blocks(kv_layout(), plan.kv_copies, cache, host_kv_.get());
+  }
   Step step(*this, plan);
   run_decoder(step, c.n_layers, comm_ != nullptr);
 

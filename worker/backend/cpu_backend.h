@@ -55,6 +55,11 @@ class CpuBackend : public Backend {
   int32_t block_size() const override { return block_size_; }
   int32_t num_kv_blocks() const override { return num_blocks_ * cp_size_; }
   int32_t num_host_kv_blocks() const override { return num_host_blocks_; }
+  // The host tier of a context-parallel rank (create_cpu_group): `count` slots of
+  // host_slot_bytes() at `slots`, shared by the ranks of its tensor-parallel index, since
+  // a block saved by its home rank may come back into a block another rank is home to.
+  size_t host_slot_bytes() const { return kv_layout().slot_bytes(); }
+  void share_host_tier(std::shared_ptr<char[]> slots, int32_t count);
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
   // Where a step's time goes (worker/backend/step_profile.h): each decoder op's wall time
   // summed over the layers, then the LM head, medians over `repeats` runs of `plan`
@@ -96,7 +101,7 @@ class CpuBackend : public Backend {
   size_t layer_kv_floats_ = 0;  // values per layer's keys (and per its values)
   KvBlockLayout kv_layout() const;
   // The KV host tier (BackendOptions::kv_host_memory_bytes): num_host_blocks_ slots.
-  std::unique_ptr<char[]> host_kv_;
+  std::shared_ptr<char[]> host_kv_;
   int32_t num_host_blocks_ = 0;
   // Activations, grown to the largest step seen.
   std::vector<float> x_, h_, qkv_, attn_, proj_, gate_up_, act_, last_, local_logits_, gathered_, rows_, send_, recv_;

@@ -13,6 +13,7 @@
 #include "kernels/cuda/launch.cuh"
 #include "worker/backend/cuda_context_attention.h"
 #include "worker/parallel/communicator.h"
+#include "worker/plan/context_split.h"
 
 namespace sy {
 namespace {
@@ -38,6 +39,8 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
       comm_(tp.size > 1 ? comm : nullptr),
       graphs_allowed_((comm_ == nullptr || comm_->capturable()) && cp.size == 1),
       cp_size_(cp.size),
+      cp_rank_(cp.rank),
+      cp_comm_(cp.size > 1 ? cp_comm : nullptr),
       device_(device),
       block_size_(options.block_size),
       max_num_seqs_(std::max(options.max_num_seqs, 1)),
@@ -142,7 +145,7 @@ CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);
   drop_graphs();
   if (ids_host_) cudaFreeHost(ids_host_);
-  if (host_kv_) cudaFreeHost(host_kv_);
+  if (host_kv_ && !host_pool_) cudaFreeHost(host_kv_);
   if (copy_pairs_) cudaFreeHost(copy_pairs_);
   if (plan_host_) cudaFreeHost(plan_host_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -251,8 +254,19 @@ CudaBackend::Step CudaBackend::analyze(const BatchPlan& plan, int32_t block_size
   return s;
 }
 
+size_t CudaBackend::host_slot_bytes() const {
+  return static_cast<size_t>(config_.n_layers) * block_size_ * local_.kv_dim() * 2 * sizeof(__nv_bfloat16);
+}
+
+void CudaBackend::share_host_tier(std::shared_ptr<char> slots, int32_t count) {
+  host_pool_ = std::move(slots);
+  host_kv_ = host_pool_.get();
+  num_host_blocks_ = count;
+}
+
 void CudaBackend::allocate_host_tier(size_t bytes, size_t per_block) {
-  if (cp_size_ > 1) throw std::invalid_argument("the KV host tier is not supported with context parallelism (pcp > 1) yet");
+  if (cp_size_ > 1)
+    throw std::invalid_argument("a context-parallel rank's KV host tier is its group's (create_cuda_group), not its own");
   num_host_blocks_ = static_cast<int32_t>(std::min<size_t>(bytes / per_block, INT32_MAX));
   if (num_host_blocks_ <= 0) throw std::invalid_argument("the KV host memory budget holds no block");
   // Mapped: the copy kernel reads and writes it over the bus, a CTA per chunk.
@@ -271,25 +285,50 @@ void CudaBackend::begin_step(const BatchPlan& plan) {
   // The kernels read the pairs from mapped host memory: the last step's copies are done
   // (every step ends in a synchronization; this one costs nothing then).
   check(cudaStreamSynchronize(stream_), "waiting for the last step");
-  if (plan.kv_copies.size() > copy_pairs_capacity_) {
+  // This rank's copies: all of them, or (context parallelism) the saves, then the loads,
+  // of the blocks it is home to, each at its slot here.
+  std::vector<KvCopy>& own = own_copies_;
+  bool saves = false, loads = false;
+  if (cp_size_ == 1) {
+    own.assign(plan.kv_copies.begin(), plan.kv_copies.end());
+  } else {
+    own.clear();
+    for (const KvCopy& c : plan.kv_copies) (c.to_host ? saves : loads) = true;
+    for (const bool to_host : {true, false})
+      for (const KvCopy& c : plan.kv_copies)
+        if (c.to_host == to_host && block_home(c.block, cp_size_) == cp_rank_)
+          own.push_back({block_slot(c.block, cp_size_), c.host_slot, to_host});
+  }
+  if (own.size() > copy_pairs_capacity_) {
     if (copy_pairs_) cudaFreeHost(copy_pairs_);
     copy_pairs_ = nullptr;
-    copy_pairs_capacity_ = std::max(plan.kv_copies.size(), 2 * copy_pairs_capacity_);
+    copy_pairs_capacity_ = std::max(own.size(), 2 * copy_pairs_capacity_);
     check(cudaHostAlloc(reinterpret_cast<void**>(&copy_pairs_), copy_pairs_capacity_ * sizeof(int2), cudaHostAllocMapped),
           "allocating the host tier's copy list");
   }
-  for (size_t i = 0; i < plan.kv_copies.size(); ++i) copy_pairs_[i] = {plan.kv_copies[i].block, plan.kv_copies[i].host_slot};
+  for (size_t i = 0; i < own.size(); ++i) copy_pairs_[i] = {own[i].block, own[i].host_slot};
   cuda::KvCopyArgs a;
   a.cache = kv_.as<char>();
   a.host = host_kv_;
   a.layout = {static_cast<size_t>(block_size_) * local_.kv_dim() * sizeof(__nv_bfloat16),
               layer_kv_elements_ * sizeof(__nv_bfloat16), config_.n_layers};
-  for (size_t run = 0; run < plan.kv_copies.size();) {
+  bool barrier_due = saves && loads;  // context parallelism only
+  for (size_t run = 0; run <= own.size();) {
+    if (barrier_due && (run == own.size() || !own[run].to_host)) {
+      // Every rank's saves before any rank's loads: this rank's are done once its stream
+      // is, and the barrier waits for the others' (also where it is not stream-ordered).
+      check(cudaStreamSynchronize(stream_), "waiting for the host tier's saves");
+      if (const parallel::CommStatus s = cp_comm_->barrier(stream_); !s.ok())
+        throw std::runtime_error("context-parallel host-tier barrier failed: " + std::string(parallel::to_string(s.code)) +
+                                 " " + s.message);
+      barrier_due = false;
+    }
+    if (run == own.size()) break;
     size_t end = run;
-    while (end < plan.kv_copies.size() && plan.kv_copies[end].to_host == plan.kv_copies[run].to_host) ++end;
+    while (end < own.size() && own[end].to_host == own[run].to_host) ++end;
     a.pairs = copy_pairs_ + run;
     a.n = static_cast<int32_t>(end - run);
-    a.to_host = plan.kv_copies[run].to_host;
+    a.to_host = own[run].to_host;
     check(cuda::copy_kv_blocks(a, stream_), "copying KV blocks to or from the host tier");
     run = end;
   }

@@ -68,6 +68,12 @@ class CudaBackend : public Backend {
   // Logical blocks: a context-parallel rank holds every pcp-th in its num_blocks_ slots.
   int32_t num_kv_blocks() const override { return num_blocks_ * cp_size_; }
   int32_t num_host_kv_blocks() const override { return num_host_blocks_; }
+  // The host tier of a context-parallel rank (create_cuda_group): `count` slots of
+  // host_slot_bytes() of mapped pinned memory (portable: every device reads it), shared
+  // by the ranks of its tensor-parallel index, since a block saved by its home rank may
+  // come back into a block another rank is home to.
+  size_t host_slot_bytes() const;
+  void share_host_tier(std::shared_ptr<char> slots, int32_t count);
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
   bool samples_on_device() const override { return true; }
   void forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows,
@@ -95,7 +101,9 @@ class CudaBackend : public Backend {
 
   static Step analyze(const BatchPlan& plan, int32_t block_size);
   // Validates the plan and queues its kv_copies on stream_ (kernels/cuda/kv_copy.cuh), a
-  // kernel per run of one direction, in order.
+  // kernel per run of one direction, in order; a context-parallel rank queues the copies
+  // of the blocks it is home to, every save, then (when the plan also loads) waits for
+  // every rank's saves at a barrier, then every load (copy_kv_blocks_of_rank's order).
   void begin_step(const BatchPlan& plan);
   void allocate_host_tier(size_t bytes, size_t per_block);
   PlanLayout plan_layout() const;
@@ -133,6 +141,8 @@ class CudaBackend : public Backend {
   parallel::Communicator* comm_;
   bool graphs_allowed_;  // the communicator (if any) can be captured, no context parallelism
   int32_t cp_size_ = 1;
+  int32_t cp_rank_ = 0;
+  parallel::Communicator* cp_comm_ = nullptr;  // pcp > 1: the host tier's barrier
   std::unique_ptr<CudaContextAttention> cp_;  // context parallelism (pcp > 1)
   int device_;
   int num_sms_ = 0;
@@ -149,11 +159,14 @@ class CudaBackend : public Backend {
   cuda::DeviceBuffer kv_;  // per layer: K [num_blocks, n_kv_heads, block_size, head_dim], then V
   size_t layer_kv_elements_ = 0;
   // The KV host tier (BackendOptions::kv_host_memory_bytes): num_host_blocks_ slots of
-  // mapped pinned memory, and the (block, slot) pairs of a step's copies, also mapped.
+  // mapped pinned memory (its own, or its group's in host_pool_), and the (block, slot)
+  // pairs of a step's copies, also mapped; own_copies_: this rank's copies of a step.
   char* host_kv_ = nullptr;
+  std::shared_ptr<char> host_pool_;
   int32_t num_host_blocks_ = 0;
   int2* copy_pairs_ = nullptr;
   size_t copy_pairs_capacity_ = 0;
+  std::vector<KvCopy> own_copies_;
 
   // Step buffers, sized for token_capacity_ tokens (kv_indices for index_capacity_).
   int32_t token_capacity_ = 0;

@@ -1,6 +1,7 @@
 #include "worker/backend/group_backend.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 #include "worker/backend/cpu_backend.h"
@@ -101,13 +102,29 @@ std::unique_ptr<Backend> create_cpu_group(const ModelSource& src, const ModelCon
   for (int p = 0; p < pcp && tp > 1; ++p) tp_comms.push_back(make(tp));
   for (int t = 0; t < tp && pcp > 1; ++t) cp_comms.push_back(make(pcp));
   std::vector<std::unique_ptr<Backend>> ranks;
+  std::vector<CpuBackend*> cpu;  // rank (p, t) at p × tp + t
+  BackendOptions rank_options = options;
+  if (pcp > 1) rank_options.kv_host_memory_bytes = 0;  // shared below
   // One after the other: loading uses the process pool, which serves one caller at a time.
   for (int p = 0; p < pcp; ++p)
-    for (int t = 0; t < tp; ++t)
-      ranks.push_back(std::make_unique<CpuBackend>(src, config, options, TensorParallel{t, tp},
-                                                   tp > 1 ? tp_comms[static_cast<size_t>(p)][static_cast<size_t>(t)].get() : nullptr,
-                                                   ContextParallel{p, pcp},
-                                                   pcp > 1 ? cp_comms[static_cast<size_t>(t)][static_cast<size_t>(p)].get() : nullptr));
+    for (int t = 0; t < tp; ++t) {
+      auto rank = std::make_unique<CpuBackend>(src, config, rank_options, TensorParallel{t, tp},
+                                               tp > 1 ? tp_comms[static_cast<size_t>(p)][static_cast<size_t>(t)].get() : nullptr,
+                                               ContextParallel{p, pcp},
+                                               pcp > 1 ? cp_comms[static_cast<size_t>(t)][static_cast<size_t>(p)].get() : nullptr);
+      cpu.push_back(rank.get());
+      ranks.push_back(std::move(rank));
+    }
+  // The host tier of context-parallel ranks: one per tensor-parallel index, pcp ranks'
+  // budgets in one, since a block's home rank saves it and another may load it back.
+  if (pcp > 1 && options.kv_host_memory_bytes > 0)
+    for (int t = 0; t < tp; ++t) {
+      const size_t slot = cpu[static_cast<size_t>(t)]->host_slot_bytes();
+      const size_t count = std::min<size_t>(options.kv_host_memory_bytes / slot * static_cast<size_t>(pcp), INT32_MAX);
+      if (count == 0) throw std::invalid_argument("the KV host memory budget holds no block");
+      std::shared_ptr<char[]> slots(new char[count * slot]);
+      for (int p = 0; p < pcp; ++p) cpu[static_cast<size_t>(p * tp + t)]->share_host_tier(slots, static_cast<int32_t>(count));
+    }
   parallel::CommunicatorGroup all;
   for (auto* groups : {&tp_comms, &cp_comms})
     for (auto& g : *groups)

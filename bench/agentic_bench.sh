@@ -26,6 +26,9 @@
 # LOST_CONTEXT (unset; routing.lost_context, sessions or kv, reports named POLICY-lostLOST_CONTEXT),
 # NEW_SESSION (unset; routing.new_session, sessions or kv, reports named POLICY-newNEW_SESSION),
 # HEDGE (unset; 0: resilience.hedge false, reports named POLICY-nohedge),
+# MPS (unset; gpu, 1: the replicas' processes share the GPU through NVIDIA MPS, a daemon
+# started for the run with its own pipe and log folders and stopped after, so that their
+# kernels run side by side instead of time-sliced; reports named POLICY-mps; not yet run),
 # HOST_GB (unset; worker.kv_host_gb, the KV host tier per replica, reports named POLICY-hostHOST_GB;
 # sim: the simworker's --kv-host-gb),
 # PREFILL_CHUNK (1024; cpu 256), OUT (/tmp/out), BUILD (build-gpu; cpu and sim:
@@ -129,7 +132,20 @@ if [ -n "${SLOW_MS:-}" ]; then  # one replica (SLOW_REPLICA, 0) behind a faultpr
 fi
 MODEL=$(cd "$(dirname "$MODEL")" && pwd)/$(basename "$MODEL")
 gw_pid=
-cleanup() { [ -n "$gw_pid" ] && kill "$gw_pid" 2> /dev/null && wait "$gw_pid" 2> /dev/null; true; }
+mps=
+if [ "${MPS:-}" = 1 ]; then  # inherited by the gateway and its workers
+  [ "$MODE" = gpu ] || { echo "MPS=1 is for the GPU mode" >&2; exit 2; }
+  command -v nvidia-cuda-mps-control > /dev/null || { echo "MPS=1: no nvidia-cuda-mps-control here" >&2; exit 1; }
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/sy-mps-$PORT CUDA_MPS_LOG_DIRECTORY=/tmp/sy-mps-log-$PORT
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || { echo "MPS=1: the MPS daemon did not start" >&2; exit 1; }
+  mps=1 tag=$tag-mps
+fi
+cleanup() {
+  [ -n "$gw_pid" ] && kill "$gw_pid" 2> /dev/null && wait "$gw_pid" 2> /dev/null
+  [ -n "$mps" ] && echo quit | nvidia-cuda-mps-control
+  true
+}
 trap cleanup EXIT
 
 run_policy() {

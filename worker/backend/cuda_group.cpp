@@ -1,7 +1,6 @@
 // A group of cuda ranks (DESIGN.md, "Parallel groups"): tp × pcp CudaBackends, each
 // loading its own tensor-parallel slice, driven by GroupBackend (one thread per rank).
 #include <algorithm>
-#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -81,22 +80,16 @@ std::unique_ptr<Backend> create_cuda_group(const ModelSource& src, const ModelCo
       cuda.push_back(rank.get());
       ranks.push_back(std::move(rank));
     }
-  // The host tier of context-parallel ranks: one per tensor-parallel index, pcp ranks'
-  // budgets in one (mapped, portable: every rank's device reads and writes it), since a
-  // block's home rank saves it and another may load it back.
+  // The shared host tiers: mapped and portable, so that every rank's device reads and
+  // writes its tier.
   if (pcp > 1 && options.kv_host_memory_bytes > 0)
-    for (int t = 0; t < tp; ++t) {
-      const size_t slot = cuda[static_cast<size_t>(t)]->host_slot_bytes();
-      const size_t count = std::min<size_t>(options.kv_host_memory_bytes / slot * static_cast<size_t>(pcp), INT32_MAX);
-      if (count == 0) throw std::invalid_argument("the KV host memory budget holds no block");
+    share_host_tiers(cuda, tp, pcp, options.kv_host_memory_bytes, [](size_t bytes) {
       char* slots = nullptr;
-      if (cudaHostAlloc(reinterpret_cast<void**>(&slots), count * slot, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
+      if (cudaHostAlloc(reinterpret_cast<void**>(&slots), bytes, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
         throw std::runtime_error("cuda group: allocating the KV host tier (pinned host memory) failed");
-      std::shared_ptr<char> pool(slots, [](char* s) { cudaFreeHost(s); });
-      std::fprintf(stderr, "cuda group: KV host tier of tp rank %d: %zu blocks (%.2f GiB of pinned host memory)\n", t, count,
-                   static_cast<double>(count * slot) / (1 << 30));
-      for (int p = 0; p < pcp; ++p) cuda[static_cast<size_t>(p * tp + t)]->share_host_tier(pool, static_cast<int32_t>(count));
-    }
+      std::fprintf(stderr, "cuda group: a KV host tier of %.2f GiB of pinned host memory\n", static_cast<double>(bytes) / (1 << 30));
+      return std::shared_ptr<char>(slots, [](char* s) { cudaFreeHost(s); });
+    });
   const std::string tp_kind = tp > 1 ? std::string(tp_comms[0][0]->kind()) : "none";
   const std::string cp_kind = pcp > 1 ? std::string(cp_comms[0][0]->kind()) : "none";
   std::fprintf(stderr, "cuda group: tp %d (%s collectives) × pcp %d (%s collectives)%s\n", tp, tp_kind.c_str(), pcp,

@@ -1,7 +1,6 @@
 #include "worker/backend/group_backend.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <stdexcept>
 
 #include "worker/backend/cpu_backend.h"
@@ -115,16 +114,8 @@ std::unique_ptr<Backend> create_cpu_group(const ModelSource& src, const ModelCon
       cpu.push_back(rank.get());
       ranks.push_back(std::move(rank));
     }
-  // The host tier of context-parallel ranks: one per tensor-parallel index, pcp ranks'
-  // budgets in one, since a block's home rank saves it and another may load it back.
   if (pcp > 1 && options.kv_host_memory_bytes > 0)
-    for (int t = 0; t < tp; ++t) {
-      const size_t slot = cpu[static_cast<size_t>(t)]->host_slot_bytes();
-      const size_t count = std::min<size_t>(options.kv_host_memory_bytes / slot * static_cast<size_t>(pcp), INT32_MAX);
-      if (count == 0) throw std::invalid_argument("the KV host memory budget holds no block");
-      std::shared_ptr<char[]> slots(new char[count * slot]);
-      for (int p = 0; p < pcp; ++p) cpu[static_cast<size_t>(p * tp + t)]->share_host_tier(slots, static_cast<int32_t>(count));
-    }
+    share_host_tiers(cpu, tp, pcp, options.kv_host_memory_bytes, [](size_t bytes) { return std::shared_ptr<char[]>(new char[bytes]); });
   parallel::CommunicatorGroup all;
   for (auto* groups : {&tp_comms, &cp_comms})
     for (auto& g : *groups)

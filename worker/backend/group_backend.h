@@ -8,11 +8,14 @@
 // the first error (the engine then ends every request and the worker restarts).
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -68,5 +71,21 @@ class GroupBackend : public Backend {
 // (every rank computes the whole logits). Throws std::invalid_argument for a shape tp does
 // not divide.
 std::unique_ptr<Backend> create_cpu_group(const ModelSource& src, const ModelConfig& config, const BackendOptions& options);
+
+// The KV host tier of a context-parallel group (BackendOptions::kv_host_memory_bytes per
+// rank): one per tensor-parallel index holding its pcp ranks' budgets, since a block's
+// home rank saves it and another rank may load it back. `ranks`: rank (p, t) at
+// p × tp + t, each with host_slot_bytes() and share_host_tier(pool, count);
+// `allocate(bytes)` gives a pool. Throws std::invalid_argument when no block fits.
+template <typename Rank, typename Allocate>
+void share_host_tiers(const std::vector<Rank*>& ranks, int tp, int pcp, size_t budget, Allocate allocate) {
+  for (int t = 0; t < tp; ++t) {
+    const size_t slot = ranks[static_cast<size_t>(t)]->host_slot_bytes();
+    const size_t count = std::min<size_t>(budget / slot * static_cast<size_t>(pcp), INT32_MAX);
+    if (count == 0) throw std::invalid_argument("the KV host memory budget holds no block");
+    auto pool = allocate(count * slot);
+    for (int p = 0; p < pcp; ++p) ranks[static_cast<size_t>(p * tp + t)]->share_host_tier(pool, static_cast<int32_t>(count));
+  }
+}
 
 }  // namespace sy

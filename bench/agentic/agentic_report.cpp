@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "bench/agentic/decode_contention.h"
 #include "bench/agentic/replica_breakdown.h"
 #include "bench/loadgen/stats.h"
 
@@ -272,6 +273,7 @@ json agentic_report(const AgenticRun& run, const AgenticSpec& spec, const std::s
         {"first_s", lost_first ? json(std::chrono::duration<double>(*lost_first - run.start).count()) : json(nullptr)}}},
       {"load", load_json(run.load)},
       {"by_replica", replica_breakdown(run.turns, wall)},
+      {"decode_contention", decode_contention(run.turns)},
       // While sessions still arrive: after that the fleet drains, and the last few
       // sessions, each tied to its home, leave some replicas idle before others.
       {"load_while_arriving", load_json(run.load, spec.duration_s)},
@@ -318,6 +320,10 @@ std::string agentic_summary(const json& r) {
       << num(x["mean_in_flight"], 2) << "/" << num(x["mean_turn_s"], 2) << "/" << num(x["mean_ttft_s"], 2) << "/"
       << num(x["mean_prompt_tokens"], 0) << "/" << num(x["itl_ms_p50"], 1);
   o << " (in-flight seconds busiest/least " << num(r["by_replica"]["busiest_over_least"], 2) << ")\n";
+  o << "  decode ms/token p50 by replicas decoding at once (turns):";
+  for (const json& g : r["decode_contention"]["by_replicas_decoding"])
+    o << " " << g["replicas"] << ": " << num(g["ms_per_token_p50"], 1) << " (" << g["turns"] << ")";
+  o << "; mean " << num(r["decode_contention"]["mean_replicas_decoding"], 2) << " replicas\n";
   o << "  fitted prefill cost ms/1K tokens per replica:";
   for (const json& c : r["load"]["mean_prefill_s_per_token_per_replica"])
     o << " " << num(c.is_number() ? json(1e6 * c.get<double>()) : json(nullptr), 1);
@@ -352,12 +358,12 @@ std::string agentic_turns_csv(const AgenticRun& run) {
   auto at = [&](Clock::time_point t) { return std::chrono::duration<double>(t - run.start).count(); };
   std::ostringstream o;
   o << std::fixed << std::setprecision(3)
-    << "session,agent_type,turn,replica,ok,issued_s,first_token_s,done_s,prompt_tokens,cached_tokens\n";
+    << "session,agent_type,turn,replica,ok,issued_s,first_token_s,done_s,prompt_tokens,cached_tokens,completion_tokens\n";
   for (const TurnResult& t : run.turns) {
     const RequestRecord& r = t.record;
     o << t.session << ',' << t.agent_type << ',' << t.turn << ',' << r.replica << ',' << (r.ok() ? 1 : 0) << ','
       << at(r.issued) << ',' << (r.arrivals.empty() ? -1.0 : at(r.arrivals.front().at)) << ',' << at(r.done) << ','
-      << r.prompt_tokens << ',' << r.cached_tokens << '\n';
+      << r.prompt_tokens << ',' << r.cached_tokens << ',' << r.completion_tokens << '\n';
   }
   return o.str();
 }

@@ -3,7 +3,8 @@
 // usage.prompt_tokens_details.cached_tokens, the oracle hit rate and hedges from the
 // gateway's counters, load imbalance from /admin/status samples, aggregate output tok/s,
 // lost context (later turns over kLostContextMinTokens prompt tokens that found under half
-// of them cached: what the fleet's KV no longer held), sessions and errors. Rates count only turns the client validated (real text of the requested
+// of them cached: what the fleet's KV no longer held), decode time per token by how many
+// replicas decoded at once (decode_contention.h), sessions and errors. Rates count only turns the client validated (real text of the requested
 // length); a run with any failed turn is marked invalid.
 #pragma once
 
@@ -49,7 +50,8 @@ nlohmann::json agentic_report(const AgenticRun& run, const AgenticSpec& spec,
 std::string agentic_summary(const nlohmann::json& report);
 // One CSV row per turn in completion order (a header first): session, agent type, turn,
 // replica, ok, seconds from the run's start when it was issued, got its first token (-1:
-// none) and finished, prompt and cached tokens: where each session's turns ran when.
+// none) and finished, prompt, cached and completion tokens: where each session's turns
+// ran when.
 std::string agentic_turns_csv(const AgenticRun& run);
 
 }  // namespace sy::bench

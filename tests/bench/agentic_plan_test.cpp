@@ -195,10 +195,11 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   // A CSV row per turn: the first on r0 (first token at 0.1 s, done at 0.12 s), the
   // failed one on no replica and without a first token.
   const std::string csv = agentic_turns_csv(run);
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "session,agent_type,turn,replica,ok,issued_s,first_token_s,done_s,prompt_tokens,cached_tokens");
-  EXPECT_NE(csv.find("\n0,0,0,r0,1,0.000,0.100,0.120,100,0\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\n0,0,2,r1,1,2.000,2.400,2.420,100,0\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\n0,0,3,,0,0.000,-1.000,0.000,-1,-1\n"), std::string::npos) << csv;
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "session,agent_type,turn,replica,ok,issued_s,first_token_s,done_s,prompt_tokens,cached_tokens,completion_tokens");
+  EXPECT_NE(csv.find("\n0,0,0,r0,1,0.000,0.100,0.120,100,0,3\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n0,0,2,r1,1,2.000,2.400,2.420,100,0,3\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n0,0,3,,0,0.000,-1.000,0.000,-1,-1,-1\n"), std::string::npos) << csv;
 }
 
 
@@ -239,6 +240,49 @@ TEST(AgenticReport, CountsTurnsThatLostTheirContext) {
   EXPECT_NEAR(lost["first_s"].get<double>(), 20, 1e-6);
   EXPECT_NE(agentic_summary(report).find("under half cached): 2 turns (1 on another replica than the previous turn), "
                                          "32000 tokens recomputed, first at 20 s"),
+            std::string::npos)
+      << agentic_summary(report);
+}
+
+// Decode time per token by how many replicas decoded at once: A (r0, 0-4 s, 41 tokens)
+// has r1's B (3-4 s) beside it for a quarter of its span, 1.25 replicas on average; B and
+// D (r0 again, 3.5-4 s) have two; C (r0, 10-11 s) is alone. r0 counts once while both A
+// and D decode.
+TEST(AgenticReport, DecodeTimeByReplicasDecodingAtOnce) {
+  AgenticRun run;
+  run.start = Clock::now();
+  struct Row {
+    const char* replica;
+    double from, to;
+    int64_t tokens;
+  };
+  const Row rows[] = {{"r0", 0, 4, 41}, {"r1", 3, 4, 6}, {"r0", 10, 11, 21}, {"r0", 3.5, 4, 6}};
+  auto at = [&](double s) { return run.start + std::chrono::microseconds(static_cast<int64_t>(s * 1e6)); };
+  for (const Row& row : rows) {
+    TurnResult t;
+    RequestRecord& r = t.record;
+    r.replica = row.replica;
+    r.max_tokens = r.completion_tokens = row.tokens;
+    r.issued = at(row.from - 0.1);
+    r.arrivals = {{at(row.from), 1}, {at(row.to), row.tokens - 1}};
+    r.done = r.arrivals.back().at;
+    r.content_events = 2;
+    r.streamed_tokens = row.tokens;
+    r.text = "a";
+    run.turns.push_back(t);
+  }
+  run.end = at(12);
+  const auto report = agentic_report(run, small_spec(), "t", std::nullopt);
+  const auto& d = report["decode_contention"];
+  EXPECT_EQ(d["turns"], 4);
+  EXPECT_NEAR(d["mean_replicas_decoding"].get<double>(), (1.25 + 2 + 1 + 2) / 4, 1e-9);
+  ASSERT_EQ(d["by_replicas_decoding"].size(), 2u);
+  EXPECT_EQ(d["by_replicas_decoding"][0]["replicas"], 1);
+  EXPECT_EQ(d["by_replicas_decoding"][0]["turns"], 2);
+  EXPECT_NEAR(d["by_replicas_decoding"][0]["ms_per_token_p50"].get<double>(), (100 + 50) / 2.0, 1e-6);  // A, C
+  EXPECT_NEAR(d["by_replicas_decoding"][1]["ms_per_token_p50"].get<double>(), (200 + 100) / 2.0, 1e-6);  // B, D
+  EXPECT_NE(agentic_summary(report).find("decode ms/token p50 by replicas decoding at once (turns): 1: 75.0 (2) "
+                                         "2: 150.0 (2); mean 1.56 replicas"),
             std::string::npos)
       << agentic_summary(report);
 }

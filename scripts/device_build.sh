@@ -10,9 +10,9 @@
 #   libicu72_*.deb                 ICU 72 runtime (the image's ICU 74 has no headers)
 #   libicu-dev-72-headers.tar.xz   usr/include/unicode and the unversioned .so links
 #   *-tiny.tar.xz                  the fixture archives (../shared does not travel)
-# They are unpacked under build-gpu/deps, never into /. Binaries find the carried ICU
-# through their RPATH (kept transitive with --disable-new-dtags); build-gpu/env.sh sets
-# LD_LIBRARY_PATH for anything else.
+# scripts/devcarry.sh fills it (run it here). They are unpacked under build-gpu/deps,
+# never into /. Binaries find the carried ICU through their RPATH (kept transitive with
+# --disable-new-dtags); build-gpu/env.sh sets LD_LIBRARY_PATH for anything else.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -68,18 +68,25 @@ void copy_kv_blocks(const KvBlockLayout& l, std::span<const KvCopy> copies, char
   for (const KvCopy& c : copies) copy_kv_block(l, c, cache, host);
 }
 
-void copy_kv_blocks_of_rank(const KvBlockLayout& l, std::span<const KvCopy> copies, char* cache, char* host,
-                            int32_t rank, int32_t ranks, const std::function<void()>& between) {
+bool rank_kv_copies(std::span<const KvCopy> copies, int32_t rank, int32_t ranks, std::vector<KvCopy>& own) {
+  own.clear();
   bool saves = false, loads = false;
   for (const KvCopy& c : copies) (c.to_host ? saves : loads) = true;
-  for (const bool to_host : {true, false}) {
-    if (!to_host && saves && loads) between();
-    for (KvCopy c : copies)
-      if (c.to_host == to_host && block_home(c.block, ranks) == rank) {
-        c.block = block_slot(c.block, ranks);
-        copy_kv_block(l, c, cache, host);
-      }
-  }
+  for (const bool to_host : {true, false})
+    for (const KvCopy& c : copies)
+      if (c.to_host == to_host && block_home(c.block, ranks) == rank)
+        own.push_back({block_slot(c.block, ranks), c.host_slot, to_host});
+  return saves && loads;
+}
+
+void copy_kv_blocks_of_rank(const KvBlockLayout& l, std::span<const KvCopy> copies, char* cache, char* host,
+                            int32_t rank, int32_t ranks, const std::function<void()>& between) {
+  std::vector<KvCopy> own;
+  const bool barrier = rank_kv_copies(copies, rank, ranks, own);
+  const auto loads = std::find_if(own.begin(), own.end(), [](const KvCopy& c) { return !c.to_host; });
+  copy_kv_blocks(l, {own.begin(), loads}, cache, host);
+  if (barrier) between();
+  copy_kv_blocks(l, {loads, own.end()}, cache, host);
 }
 
 std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSource& src,

@@ -150,11 +150,15 @@ size_t kv_bytes_per_block(const ModelConfig& c, int32_t block_size, size_t bytes
 // calling thread (the cpu backend's copies).
 void copy_kv_blocks(const KvBlockLayout& l, std::span<const KvCopy> copies, char* cache, char* host);
 
-// Context parallelism (worker/plan/context_split.h): rank `rank` of `ranks` runs the
-// copies of the blocks it is home to, each at its slot there, into and out of a host
-// tier the ranks share; every save first, then `between()`, then every load. Saves
-// before loads is the plans' own order as far as it matters (KvCopy), and `between` (a
-// barrier) keeps another rank's load of a slot after this rank's save into it.
+// Context parallelism (worker/plan/context_split.h): the copies rank `rank` of `ranks`
+// runs into `own`, those of the blocks it is home to, each at its slot there, every save
+// before every load (the plans' own order as far as it matters: KvCopy). Returns whether
+// the plan both saves and loads: then every rank waits at a barrier between its saves
+// and its loads, since another rank may load a slot this one saves.
+bool rank_kv_copies(std::span<const KvCopy> copies, int32_t rank, int32_t ranks, std::vector<KvCopy>& own);
+
+// Runs rank_kv_copies' copies into and out of a host tier the ranks share, `between()`
+// (the barrier) after the saves where it says so.
 void copy_kv_blocks_of_rank(const KvBlockLayout& l, std::span<const KvCopy> copies, char* cache, char* host,
                             int32_t rank, int32_t ranks, const std::function<void()>& between);
 

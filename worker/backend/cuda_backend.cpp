@@ -13,7 +13,6 @@
 #include "kernels/cuda/launch.cuh"
 #include "worker/backend/cuda_context_attention.h"
 #include "worker/parallel/communicator.h"
-#include "worker/plan/context_split.h"
 
 namespace sy {
 namespace {
@@ -106,8 +105,7 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   ensure_capacity(std::max({options.max_step_tokens, max_num_seqs_, kMinTokenCapacity}), 0);
 
   // KV cache: bf16 K and V of every layer (this rank's KV heads), from what is left.
-  const size_t per_block = static_cast<size_t>(config.n_layers) * block_size_ * local_.kv_dim() *
-                           2 * sizeof(__nv_bfloat16);
+  const size_t per_block = host_slot_bytes();  // every layer's K and V of one block
   size_t budget = options.kv_memory_bytes;
   if (options.num_kv_blocks > 0) {
     budget = static_cast<size_t>(options.num_kv_blocks) * per_block;
@@ -285,20 +283,13 @@ void CudaBackend::begin_step(const BatchPlan& plan) {
   // The kernels read the pairs from mapped host memory: the last step's copies are done
   // (every step ends in a synchronization; this one costs nothing then).
   check(cudaStreamSynchronize(stream_), "waiting for the last step");
-  // This rank's copies: all of them, or (context parallelism) the saves, then the loads,
-  // of the blocks it is home to, each at its slot here.
+  // This rank's copies: all of them, or (context parallelism) rank_kv_copies'.
   std::vector<KvCopy>& own = own_copies_;
-  bool saves = false, loads = false;
-  if (cp_size_ == 1) {
+  bool barrier = false;
+  if (cp_size_ == 1)
     own.assign(plan.kv_copies.begin(), plan.kv_copies.end());
-  } else {
-    own.clear();
-    for (const KvCopy& c : plan.kv_copies) (c.to_host ? saves : loads) = true;
-    for (const bool to_host : {true, false})
-      for (const KvCopy& c : plan.kv_copies)
-        if (c.to_host == to_host && block_home(c.block, cp_size_) == cp_rank_)
-          own.push_back({block_slot(c.block, cp_size_), c.host_slot, to_host});
-  }
+  else
+    barrier = rank_kv_copies(plan.kv_copies, cp_rank_, cp_size_, own);
   if (own.size() > copy_pairs_capacity_) {
     if (copy_pairs_) cudaFreeHost(copy_pairs_);
     copy_pairs_ = nullptr;
@@ -312,26 +303,28 @@ void CudaBackend::begin_step(const BatchPlan& plan) {
   a.host = host_kv_;
   a.layout = {static_cast<size_t>(block_size_) * local_.kv_dim() * sizeof(__nv_bfloat16),
               layer_kv_elements_ * sizeof(__nv_bfloat16), config_.n_layers};
-  bool barrier_due = saves && loads;  // context parallelism only
-  for (size_t run = 0; run <= own.size();) {
-    if (barrier_due && (run == own.size() || !own[run].to_host)) {
-      // Every rank's saves before any rank's loads: this rank's are done once its stream
-      // is, and the barrier waits for the others' (also where it is not stream-ordered).
-      check(cudaStreamSynchronize(stream_), "waiting for the host tier's saves");
-      if (const parallel::CommStatus s = cp_comm_->barrier(stream_); !s.ok())
-        throw std::runtime_error("context-parallel host-tier barrier failed: " + std::string(parallel::to_string(s.code)) +
-                                 " " + s.message);
-      barrier_due = false;
+  auto launch = [&](size_t from, size_t to) {  // a kernel per run of one direction
+    for (size_t run = from; run < to;) {
+      size_t end = run;
+      while (end < to && own[end].to_host == own[run].to_host) ++end;
+      a.pairs = copy_pairs_ + run;
+      a.n = static_cast<int32_t>(end - run);
+      a.to_host = own[run].to_host;
+      check(cuda::copy_kv_blocks(a, stream_), "copying KV blocks to or from the host tier");
+      run = end;
     }
-    if (run == own.size()) break;
-    size_t end = run;
-    while (end < own.size() && own[end].to_host == own[run].to_host) ++end;
-    a.pairs = copy_pairs_ + run;
-    a.n = static_cast<int32_t>(end - run);
-    a.to_host = own[run].to_host;
-    check(cuda::copy_kv_blocks(a, stream_), "copying KV blocks to or from the host tier");
-    run = end;
-  }
+  };
+  if (!barrier) return launch(0, own.size());
+  const auto loads = static_cast<size_t>(
+      std::find_if(own.begin(), own.end(), [](const KvCopy& c) { return !c.to_host; }) - own.begin());
+  launch(0, loads);
+  // Every rank's saves before any rank's loads: this rank's are done once its stream is,
+  // and the barrier waits for the others' (also where it is not stream-ordered).
+  check(cudaStreamSynchronize(stream_), "waiting for the host tier's saves");
+  if (const parallel::CommStatus s = cp_comm_->barrier(stream_); !s.ok())
+    throw std::runtime_error("context-parallel host-tier barrier failed: " + std::string(parallel::to_string(s.code)) +
+                             " " + s.message);
+  launch(loads, own.size());
 }
 
 void CudaBackend::forward(const BatchPlan& plan, std::vector<float>& logits) {

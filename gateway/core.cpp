@@ -142,6 +142,7 @@ bool GatewayCore::route(std::shared_ptr<ProxyRequest> r, std::optional<size_t> e
   rr.block_size = block_size();
   rr.session_key = r->session_key();
   rr.now_s = clock_->now_s();
+  rr.hedge = hedge;
   // Paused (a mode switch): nothing is placed, so the router records nothing either.
   const auto choice = paused_ ? std::nullopt : router_->choose(rr, states);
   if (!choice) {

@@ -146,7 +146,12 @@ class PrefixRouter : public Router {
     if (!best) best = pick(false);
     if (best && req.session_key != 0) {
       Session& s = sessions_[req.session_key];
-      s.replica_id_hash = replicas[*best].id_hash;
+      // A hedge leaves the home alone: counted on the hedge's replica (usually the least
+      // loaded, where a first token comes soonest), the session made it look fuller until
+      // its next turn went home, and a new session arriving meanwhile went to a replica
+      // with more live sessions (seen in the time-sliced simulator, seed 3). Where the
+      // next turn goes is the cost rule's: wherever the context is cached.
+      if (!req.hedge || s.first_s < 0) s.replica_id_hash = replicas[*best].id_hash;
       if (s.in_flight == 0) s.busy_since_s = req.now_s;
       if (s.first_s < 0) s.first_s = req.now_s;
       s.last_s = req.now_s;

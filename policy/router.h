@@ -33,6 +33,9 @@ struct RouteRequest {
   int32_t block_size = 16;
   uint64_t session_key = 0;    // a hash of the client's session id (`user`); 0: none given
   double now_s = 0;            // the caller's clock, for policies that remember sessions
+  // A second attempt of a request still running on another replica (a hedge): it counts
+  // as one of its session's attempts, but the session's home stays where the first went.
+  bool hedge = false;
 };
 
 class Router {

@@ -168,6 +168,32 @@ TEST(PrefixRouter, OnlyLiveSessionsWeighOnTheirHome) {
   EXPECT_EQ(router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = 2, .now_s = 100}, cached), o);
 }
 
+// A hedge (a second attempt of a turn still running on its home) counts as one of its
+// session's attempts but leaves the session's home where it was: counted on the hedge's
+// replica instead, it made that replica look fuller and new sessions went elsewhere.
+TEST(PrefixRouter, AHedgeLeavesItsSessionsHomeWhereItWas) {
+  SplitMixRandom rnd(11);
+  auto router = make_router("prefix", {.session_idle_s = 10}, rnd);
+  const std::vector<ReplicaState> two = {replica(1), replica(2)};
+  auto first_turn = [&](uint64_t s, double now) {
+    return *router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = s, .now_s = now}, two);
+  };
+  // Sessions 1 and 2 on either replica, session 3 where the tie-break sends it (f):
+  // f holds two live sessions, o one.
+  const size_t a = first_turn(1, 0), b = first_turn(2, 0);
+  ASSERT_NE(a, b);
+  const size_t f = first_turn(3, 1), o = 1 - f;
+  const uint64_t on_f = f == a ? 1 : 2;
+  // Session on_f's turn is slow: a hedge goes to o (f excluded), and ends there.
+  std::vector<ReplicaState> hedged = two;
+  hedged[f].available = false;
+  EXPECT_EQ(router->choose({.affinity_key = 7, .prompt_tokens = 1000, .session_key = on_f, .now_s = 2, .hedge = true}, hedged), o);
+  router->attempt_ended(on_f, 3);
+  // Still two live on f and one on o: the next session goes to o. (Re-homed by its hedge,
+  // on_f would count on o, tie them at 1 and 2 the other way, and send it to f.)
+  EXPECT_EQ(first_turn(4, 4), o);
+}
+
 // Four replicas of one kind whose fitted costs differ by noise (0.8-1.3 ms per token):
 // weighed by those fits, new sessions pile onto the cheapest; with
 // session_cost_tolerance 1.5 they count as the median and share sessions by count. A

@@ -40,6 +40,9 @@ WorkerMetrics register_worker_metrics(MetricsRegistry& m, const WorkerStats& st,
           "Requests cancelled (client gone or shutdown).", st.requests_aborted_total);
   counter("switchyard_worker_preemptions_total",
           "Requests preempted for KV space (recomputed later).", st.preemptions_total);
+  gauge("switchyard_worker_kv_host_blocks_capacity",
+        "KV host tier slots (0 without one, and until one allocated in the background is in use).",
+        st.kv_host_blocks_capacity);
   counter("switchyard_worker_kv_host_blocks_saved_total",
           "KV blocks evicted from the cache and kept in the host tier.", st.kv_host_blocks_saved_total);
   counter("switchyard_worker_kv_host_blocks_loaded_total",

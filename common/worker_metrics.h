@@ -30,6 +30,7 @@ struct WorkerStats {
   std::atomic<int64_t> requests_aborted_total{0};
   std::atomic<int64_t> preemptions_total{0};
   // KV blocks copied to the host tier (evicted from the cache) and back (prefix hits there).
+  std::atomic<int64_t> kv_host_blocks_capacity{0};  // its slots (0 until a background tier is in use)
   std::atomic<int64_t> kv_host_blocks_saved_total{0};
   std::atomic<int64_t> kv_host_blocks_loaded_total{0};
   std::atomic<int64_t> steps_total{0};

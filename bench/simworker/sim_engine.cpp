@@ -143,6 +143,7 @@ void SimEngine::update_gauges() {
   stats_.requests_waiting = static_cast<int64_t>(waiting_.size());
   stats_.kv_blocks_used = kv_.num_used();
   stats_.kv_blocks_total = kv_.num_blocks();
+  stats_.kv_host_blocks_capacity = kv_.num_host_blocks();
   stats_.kv_host_blocks_saved_total = kv_.host_blocks_saved();
   stats_.kv_host_blocks_loaded_total = kv_.host_blocks_loaded();
 }

@@ -16,6 +16,13 @@ KvCacheManager::KvCacheManager(int32_t num_blocks, bool prefix_caching, KvEventH
   for (int32_t s = num_host_blocks - 1; s >= 0 && !host_.empty(); --s) host_free_.push_back(s);
 }
 
+void KvCacheManager::add_host_tier(int32_t num_host_blocks) {
+  SY_CHECK(host_.empty() && num_host_blocks >= 0);
+  if (!prefix_caching_) return;
+  host_.resize(static_cast<size_t>(num_host_blocks));
+  for (int32_t s = num_host_blocks - 1; s >= 0; --s) host_free_.push_back(s);
+}
+
 int32_t KvCacheManager::match_prefix(const std::vector<uint64_t>& hashes, std::vector<int32_t>& blocks) {
   if (!prefix_caching_) return 0;
   // The whole prefix first: a reference on each block the cache holds, so that loading

@@ -37,6 +37,10 @@ class KvCacheManager {
  public:
   // `hub` may be null (no events).
   KvCacheManager(int32_t num_blocks, bool prefix_caching, KvEventHub* hub, int32_t num_host_blocks = 0);
+  // A host tier of `num_host_blocks` slots that became ready after the cache started
+  // (allocated in the background); only where there is none yet. Nothing without prefix
+  // caching, as at construction.
+  void add_host_tier(int32_t num_host_blocks);
 
   int32_t num_blocks() const { return num_blocks_; }
   // Blocks that allocate() can hand out: free ones plus evictable cached ones.

@@ -25,6 +25,15 @@ TEST(CudaKvHostTier, AnEvictedPrefixComesBackFromPinnedHostMemory) {
   testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cuda", deterministic(1));
 }
 
+// Pinned on a thread of its own (as `serve` does), taken into use between steps.
+TEST(CudaKvHostTier, ATierPinnedInTheBackgroundIsTakenBetweenSteps) {
+  SY_SKIP_WITHOUT_CUDA();
+  BackendOptions bo = deterministic(1);
+  bo.kv_host_in_background = true;
+  testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cuda", bo);
+  testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cuda", bo);
+}
+
 TEST(CudaKvHostTier, EachTensorParallelRankCopiesItsShard) {
   SY_SKIP_WITHOUT_CUDA();
   testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cuda:0,0", deterministic(2));

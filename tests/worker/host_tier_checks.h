@@ -19,7 +19,16 @@ struct HostTierRun {
   int32_t cached_tokens = -1;  // of the request that comes back to the evicted prefix
   std::vector<int32_t> tokens;
   int64_t saved = 0, loaded = 0;  // host-tier blocks
+  int64_t capacity = 0;           // the engine's host-tier slots at the end
 };
+
+// With bo.kv_host_in_background: waits until the backend's tier is allocated and checks
+// that it is not in use before the engine's first step takes it.
+inline void expect_host_tier_waiting(Backend& backend, const BackendOptions& bo) {
+  if (!bo.kv_host_in_background) return;
+  backend.wait_host_tier();
+  EXPECT_EQ(backend.num_host_kv_blocks(), 0) << "a background host tier in use before the engine took it";
+}
 
 inline std::vector<int32_t> host_tier_random_ids(size_t n, uint32_t seed, int32_t vocab) {
   std::mt19937 rng(seed);
@@ -43,6 +52,7 @@ inline HostTierRun run_host_tier(const std::string& model, const std::string& de
   // Slots sized for a whole block's values, enough for every rank's shard.
   bo.kv_host_memory_bytes = static_cast<size_t>(host_slots / bo.pcp) * kv_bytes_per_block(config, 16, sizeof(float));
   auto backend = create_backend(device, *src, config, bo);
+  if (host_slots > 0) expect_host_tier_waiting(*backend, bo);
   EngineOptions eo;
   eo.prefill_chunk = 64;
   eo.prefix_caching = prefix_caching;
@@ -65,6 +75,7 @@ inline HostTierRun run_host_tier(const std::string& model, const std::string& de
   }
   out.saved = engine.stats().kv_host_blocks_saved_total.load();
   out.loaded = engine.stats().kv_host_blocks_loaded_total.load();
+  out.capacity = engine.stats().kv_host_blocks_capacity.load();
   return out;
 }
 
@@ -80,6 +91,8 @@ inline void expect_host_tier_serves_the_evicted_prefix(const std::string& model,
   EXPECT_EQ(without.cached_tokens, 160) << "the flood should have evicted all but a's first 10 blocks";
   EXPECT_EQ(without.saved + without.loaded, 0);
   EXPECT_EQ(with.cached_tokens, 592);
+  EXPECT_GE(with.capacity, 100);  // (a tensor-parallel rank's shard takes a smaller slot)
+  EXPECT_EQ(without.capacity, 0);
   EXPECT_GE(with.saved, 27);
   EXPECT_GE(with.loaded, 27);
   EXPECT_EQ(with.tokens, cold.tokens);
@@ -114,7 +127,9 @@ inline void expect_host_tier_under_pressure_keeps_tokens(const std::string& mode
     eo.max_num_seqs = 4;
     eo.prefix_caching = prefix_caching;
     eo.model_fingerprint = policy::model_fingerprint("host-tier pressure " + model);
-    Engine engine(create_backend(device, *src, config, o), Tokenizer::from_model(*src), eo);
+    auto backend = create_backend(device, *src, config, o);
+    if (host_slots > 0) expect_host_tier_waiting(*backend, o);
+    Engine engine(std::move(backend), Tokenizer::from_model(*src), eo);
     std::vector<std::vector<int32_t>> out;
     for (const Completion& c : run_offline(engine, reqs)) out.push_back(c.token_ids);
     if (counts) {

@@ -1,8 +1,8 @@
-// The KV host tier on the cpu backend (one rank, a tp 2 group whose ranks each copy
-// their shard, and pcp 2 groups whose ranks share one tier and each copy the blocks it is
-// home to): an evicted prefix served again from host memory with the tokens of computing
-// it whole, also under preemption with the tier's own slots evicted; a budget that holds
-// no block refused.
+// The KV host tier on the cpu backend (one rank, its tier allocated at once or in the
+// background; a tp 2 group whose ranks each copy their shard; pcp 2 groups whose ranks
+// share one tier and each copy the blocks it is home to): an evicted prefix served again
+// from host memory with the tokens of computing it whole, also under preemption with the
+// tier's own slots evicted; a budget that holds no block refused.
 #include <gtest/gtest.h>
 
 #include "host_tier_checks.h"
@@ -14,6 +14,15 @@ const char kModel[] = "qwen3-tiny-bf16.gguf";
 
 TEST(KvHostTier, AnEvictedPrefixComesBackFromHostMemory) {
   testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cpu", {});
+}
+
+// Allocated in the background (as `serve` does): not in use until the engine's first
+// step after it is ready, then the same as one allocated at once.
+TEST(KvHostTier, ATierAllocatedInTheBackgroundIsTakenBetweenSteps) {
+  BackendOptions bo;
+  bo.kv_host_in_background = true;
+  testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cpu", bo);
+  testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cpu", bo);
 }
 
 TEST(KvHostTier, EachTensorParallelRankCopiesItsShard) {

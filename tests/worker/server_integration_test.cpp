@@ -650,6 +650,8 @@ TEST(WorkerServerHostTier, AnEvictedPrefixIsServedFromTheHostTier) {
   ASSERT_EQ(post_json(w.port(), "/v1/completions", prompt(2000, 500)).status, 200);
   ASSERT_EQ(post_json(w.port(), "/v1/completions", prompt(3000, 500)).status, 200);  // evicts the first
   EXPECT_GT(metric(w.port(), "switchyard_worker_kv_host_blocks_saved_total"), 0);
+  // (allocated in the background, in use from a step after it was ready)
+  EXPECT_GT(metric(w.port(), "switchyard_worker_kv_host_blocks_capacity"), 0);
   const json again = prompt(2000, 900);
   const json c = post_json(w.port(), "/v1/completions", again).json();
   EXPECT_EQ(c["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 592) << c.dump();

@@ -96,6 +96,10 @@ struct BackendOptions {
   // context-parallel ranks of one tensor-parallel index share one tier of pcp × this
   // (a block's home rank copies it; cuda: not yet run on a GPU).
   size_t kv_host_memory_bytes = 0;
+  // One rank (tp = pcp = 1): allocate the host tier on a thread of its own; the backend
+  // starts without it and Backend::take_host_tier() hands it over once allocated
+  // (worker/backend/background_host_tier.h). A group's ranks allocate theirs at once.
+  bool kv_host_in_background = false;
   // cuda: with num_kv_blocks 0 and this > 0, the KV cache takes this fraction of the
   // device memory still free after weights and buffers, instead of kv_memory_bytes.
   double kv_free_memory_fraction = 0;
@@ -126,6 +130,14 @@ class Backend {
   virtual int32_t num_kv_blocks() const = 0;
   // Blocks the host tier holds (BackendOptions::kv_host_memory_bytes); 0: no tier.
   virtual int32_t num_host_kv_blocks() const { return 0; }
+  // A host tier allocated in the background (BackendOptions::kv_host_in_background):
+  // once allocated, the first call takes it into use and returns its blocks (then
+  // num_host_kv_blocks()); 0 before, after, or without one. Throws the allocation's
+  // error, once. Between steps only: the engine calls it before each.
+  virtual int32_t take_host_tier() { return 0; }
+  // Blocks until a background host tier's allocation has ended (tests, to take it at a
+  // known step).
+  virtual void wait_host_tier() const {}
 
   // Runs one step: runs plan.kv_copies, writes this step's keys and values into the
   // cache and returns the logits of plan.logits_rows, row-major [logits_rows.size(),

@@ -254,8 +254,20 @@ CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const 
     const size_t slot = host_slot_bytes();
     num_host_blocks_ = static_cast<int32_t>(std::min<size_t>(options.kv_host_memory_bytes / slot, INT32_MAX));
     if (num_host_blocks_ <= 0) throw std::invalid_argument("the KV host memory budget holds no block");
-    host_kv_.reset(new char[static_cast<size_t>(num_host_blocks_) * slot]);
+    const size_t bytes = static_cast<size_t>(num_host_blocks_) * slot;
+    if (!options.kv_host_in_background) {
+      host_kv_.reset(new char[bytes]);
+    } else {
+      background_host_.start(num_host_blocks_, [bytes] { return std::shared_ptr<char[]>(new char[bytes]); });
+      num_host_blocks_ = 0;  // until taken
+    }
   }
+}
+
+int32_t CpuBackend::take_host_tier() {
+  const int32_t taken = background_host_.take(host_kv_);
+  if (taken > 0) num_host_blocks_ = taken;
+  return taken;
 }
 
 void CpuBackend::share_host_tier(std::shared_ptr<char[]> slots, int32_t count) {

@@ -25,6 +25,7 @@
 #include <memory>
 
 #include "worker/backend/backend.h"
+#include "worker/backend/background_host_tier.h"
 #include "worker/model/rank_shape.h"
 #include "worker/model/weights.h"
 
@@ -55,6 +56,8 @@ class CpuBackend : public Backend {
   int32_t block_size() const override { return block_size_; }
   int32_t num_kv_blocks() const override { return num_blocks_ * cp_size_; }
   int32_t num_host_kv_blocks() const override { return num_host_blocks_; }
+  int32_t take_host_tier() override;
+  void wait_host_tier() const override { background_host_.wait(); }
   // The host tier of a context-parallel rank (create_cpu_group): `count` slots of
   // host_slot_bytes() at `slots`, shared by the ranks of its tensor-parallel index, since
   // a block saved by its home rank may come back into a block another rank is home to.
@@ -103,6 +106,7 @@ class CpuBackend : public Backend {
   // The KV host tier (BackendOptions::kv_host_memory_bytes): num_host_blocks_ slots.
   std::shared_ptr<char[]> host_kv_;
   int32_t num_host_blocks_ = 0;
+  BackgroundHostTier<std::shared_ptr<char[]>> background_host_;  // kv_host_in_background
   // Activations, grown to the largest step seen.
   std::vector<float> x_, h_, qkv_, attn_, proj_, gate_up_, act_, last_, local_logits_, gathered_, rows_, send_, recv_;
 };

@@ -1,6 +1,7 @@
 #include "worker/backend/cuda_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -122,7 +123,7 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   // Zeroed once: a kernel that loads a whole tile past a sequence's end multiplies the
   // stale values by zero weights, and 0 · NaN would not be zero.
   check(cudaMemset(kv_.get(), 0, kv_.bytes()), "clearing the KV cache");
-  if (options.kv_host_memory_bytes > 0) allocate_host_tier(options.kv_host_memory_bytes, per_block);
+  if (options.kv_host_memory_bytes > 0) allocate_host_tier(options.kv_host_memory_bytes, per_block, options.kv_host_in_background);
   // Room for the block lists of a full cache, now that its size is known.
   ensure_capacity(token_capacity_, static_cast<size_t>(num_blocks_) + token_capacity_);
   // The uploads and the clear ran outside stream_, which does not wait for them.
@@ -143,7 +144,6 @@ CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);
   drop_graphs();
   if (ids_host_) cudaFreeHost(ids_host_);
-  if (host_kv_ && !host_pool_) cudaFreeHost(host_kv_);
   if (copy_pairs_) cudaFreeHost(copy_pairs_);
   if (plan_host_) cudaFreeHost(plan_host_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -262,17 +262,43 @@ void CudaBackend::share_host_tier(std::shared_ptr<char> slots, int32_t count) {
   num_host_blocks_ = count;
 }
 
-void CudaBackend::allocate_host_tier(size_t bytes, size_t per_block) {
+void CudaBackend::allocate_host_tier(size_t bytes, size_t per_block, bool in_background) {
   if (cp_size_ > 1)
     throw std::invalid_argument("a context-parallel rank's KV host tier is its group's (create_cuda_group), not its own");
-  num_host_blocks_ = static_cast<int32_t>(std::min<size_t>(bytes / per_block, INT32_MAX));
-  if (num_host_blocks_ <= 0) throw std::invalid_argument("the KV host memory budget holds no block");
-  // Mapped: the copy kernel reads and writes it over the bus, a CTA per chunk.
-  check(cudaHostAlloc(reinterpret_cast<void**>(&host_kv_), static_cast<size_t>(num_host_blocks_) * per_block,
-                      cudaHostAllocMapped | cudaHostAllocPortable),
-        "allocating the KV host tier (pinned host memory)");
-  std::fprintf(stderr, "cuda backend: KV host tier %d blocks (%.2f GiB of pinned host memory)\n", num_host_blocks_,
-               static_cast<double>(num_host_blocks_) * static_cast<double>(per_block) / (1 << 30));
+  const int32_t blocks = static_cast<int32_t>(std::min<size_t>(bytes / per_block, INT32_MAX));
+  if (blocks <= 0) throw std::invalid_argument("the KV host memory budget holds no block");
+  // Mapped: the copy kernel reads and writes it over the bus, a CTA per chunk. Portable:
+  // allocated on another thread, or shared by a group's ranks, it is every device's.
+  // (Not check(): it may run on the allocating thread, beside a step.)
+  auto allocate = [device = device_, bytes = static_cast<size_t>(blocks) * per_block] {
+    const auto start = std::chrono::steady_clock::now();
+    char* slots = nullptr;
+    // The step's graphs are captured in thread-local mode; relaxed here, so that a
+    // library's capture in global mode on another thread cannot fail the allocation.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaError_t e = cudaThreadExchangeStreamCaptureMode(&mode);
+    if (e == cudaSuccess) e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaHostAlloc(reinterpret_cast<void**>(&slots), bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e != cudaSuccess)
+      throw std::runtime_error(std::string("allocating the KV host tier (pinned host memory): ") + cudaGetErrorString(e));
+    std::fprintf(stderr, "cuda backend: KV host tier of %.2f GiB of pinned host memory allocated in %.1f s\n",
+                 static_cast<double>(bytes) / (1 << 30),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return std::shared_ptr<char>(slots, [](char* p) { cudaFreeHost(p); });
+  };
+  if (in_background) return background_host_.start(blocks, allocate);
+  host_pool_ = allocate();
+  host_kv_ = host_pool_.get();
+  num_host_blocks_ = blocks;
+}
+
+int32_t CudaBackend::take_host_tier() {
+  const int32_t taken = background_host_.take(host_pool_);
+  if (taken > 0) {
+    host_kv_ = host_pool_.get();
+    num_host_blocks_ = taken;
+  }
+  return taken;
 }
 
 void CudaBackend::begin_step(const BatchPlan& plan) {

@@ -38,6 +38,7 @@
 #include "kernels/cuda/linear.cuh"
 #include "kernels/cuda/sampling.cuh"
 #include "worker/backend/backend.h"
+#include "worker/backend/background_host_tier.h"
 #include "worker/backend/cuda_weights.h"
 #include "worker/backend/step_profile.h"
 #include "worker/model/rank_shape.h"
@@ -68,6 +69,8 @@ class CudaBackend : public Backend {
   // Logical blocks: a context-parallel rank holds every pcp-th in its num_blocks_ slots.
   int32_t num_kv_blocks() const override { return num_blocks_ * cp_size_; }
   int32_t num_host_kv_blocks() const override { return num_host_blocks_; }
+  int32_t take_host_tier() override;
+  void wait_host_tier() const override { background_host_.wait(); }
   // The host tier of a context-parallel rank (create_cuda_group): `count` slots of
   // host_slot_bytes() of mapped pinned memory (portable: every device reads it), shared
   // by the ranks of its tensor-parallel index, since a block saved by its home rank may
@@ -105,7 +108,7 @@ class CudaBackend : public Backend {
   // of the blocks it is home to, every save, then (when the plan also loads) waits for
   // every rank's saves at a barrier, then every load (copy_kv_blocks_of_rank's order).
   void begin_step(const BatchPlan& plan);
-  void allocate_host_tier(size_t bytes, size_t per_block);
+  void allocate_host_tier(size_t bytes, size_t per_block, bool in_background);
   PlanLayout plan_layout() const;
   void ensure_capacity(int32_t tokens, size_t indices);
   void upload_plan(const BatchPlan& plan);
@@ -164,6 +167,7 @@ class CudaBackend : public Backend {
   char* host_kv_ = nullptr;
   std::shared_ptr<char> host_pool_;
   int32_t num_host_blocks_ = 0;
+  BackgroundHostTier<std::shared_ptr<char>> background_host_;  // kv_host_in_background
   int2* copy_pairs_ = nullptr;
   size_t copy_pairs_capacity_ = 0;
   std::vector<KvCopy> own_copies_;

@@ -104,6 +104,7 @@ std::unique_ptr<Backend> create_cpu_group(const ModelSource& src, const ModelCon
   std::vector<CpuBackend*> cpu;  // rank (p, t) at p × tp + t
   BackendOptions rank_options = options;
   if (pcp > 1) rank_options.kv_host_memory_bytes = 0;  // shared below
+  rank_options.kv_host_in_background = false;  // every rank's tier in use from the first step
   // One after the other: loading uses the process pool, which serves one caller at a time.
   for (int p = 0; p < pcp; ++p)
     for (int t = 0; t < tp; ++t) {

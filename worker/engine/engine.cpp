@@ -148,6 +148,7 @@ class Engine::Impl {
 
   // One engine step; false when there was nothing to run.
   bool step() {
+    take_host_tier();
     StepSchedule sched = scheduler.schedule();
     engine.stats_.preemptions_total += static_cast<int64_t>(sched.preempted.size());
     // A preempted request goes silent until its context is computed again: say so, so
@@ -232,11 +233,25 @@ class Engine::Impl {
     return true;
   }
 
+  // A host tier allocated in the background is in use from the first step after it is
+  // ready; one that failed leaves the engine serving without it, and says so.
+  void take_host_tier() {
+    try {
+      if (const int32_t n = engine.backend_->take_host_tier(); n > 0) {
+        kv.add_host_tier(n);
+        std::fprintf(stderr, "engine: KV host tier of %d blocks in use\n", n);
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "engine: serving without the KV host tier: %s\n", e.what());
+    }
+  }
+
   void update_gauges() {
     engine.stats_.requests_running = scheduler.num_running();
     engine.stats_.requests_waiting = scheduler.num_waiting();
     engine.stats_.kv_blocks_used = kv.num_used();
     engine.stats_.kv_blocks_total = kv.num_blocks();
+    engine.stats_.kv_host_blocks_capacity = kv.num_host_blocks();
     engine.stats_.kv_host_blocks_saved_total = kv.host_blocks_saved();
     engine.stats_.kv_host_blocks_loaded_total = kv.host_blocks_loaded();
   }

@@ -1,0 +1,43 @@
+// A KV host tier allocated on a thread of its own (BackendOptions::kv_host_in_background),
+// so that the backend, and the worker with it, is ready without waiting for it: a tier of
+// 16 GiB of pinned memory per replica went with start-ups of 38-49 s for four replicas
+// on one H200 against 12-14 s without (docs/PERFORMANCE.md). The engine takes it into use
+// between steps once allocated (Backend::take_host_tier).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <utility>
+
+namespace sy {
+
+// `Pool` owns the tier's memory (a shared pointer whose deleter frees it).
+template <class Pool>
+class BackgroundHostTier {
+ public:
+  // Starts allocating `blocks` slots with `allocate`.
+  void start(int32_t blocks, std::function<Pool()> allocate) {
+    blocks_ = blocks;
+    pending_ = std::async(std::launch::async, std::move(allocate));
+  }
+  // Once allocated, and only once: moves the memory to `pool` and returns its slots.
+  // 0 while it is still being allocated, after it was taken, or without one; an
+  // allocation's error is thrown here, once.
+  int32_t take(Pool& pool) {
+    if (!pending_.valid() || pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return 0;
+    pool = pending_.get();
+    return blocks_;
+  }
+  // Blocks until the allocation has ended (it is then taken at the next take()).
+  void wait() const {
+    if (pending_.valid()) pending_.wait();
+  }
+
+ private:
+  int32_t blocks_ = 0;
+  std::future<Pool> pending_;  // its destructor waits for the allocation, then frees an untaken pool
+};
+
+}  // namespace sy

@@ -36,7 +36,9 @@
 # prompt token, 60), TTFT_MS (sim: fixed ms of every first token, 60), SHARED (sim: 1 =
 # one prefill queue for all replicas, a simulated GPU they report sharing, reports named
 # POLICY-shared; sliced = that GPU time-sliced, each replica's prefills in turn at an
-# equal share of its speed, reports named POLICY-sliced), PORT (18410; the admin port is PORT + 1), KEEP (/tmp/agentic-reports:
+# equal share of its speed, reports named POLICY-sliced; sliced-decode = decode
+# time-sliced too, reports named POLICY-sliced-decode), ITL_MS (sim: ms between tokens,
+# 25; with SHARED=sliced-decode 10, per replica decoding), PORT (18410; the admin port is PORT + 1), KEEP (/tmp/agentic-reports:
 # every report of earlier calls on this machine is kept there too, and the SVG is drawn
 # over all of them, newest per policy; cpu: OUT).
 set -uo pipefail
@@ -75,7 +77,9 @@ if [ "$MODE" = sim ]; then
   # H200 where each replica computed 2.6-5.5K prompt tokens/s beside the others).
   # SHARED=sliced: the same GPU time-sliced between the replicas' processes, as CUDA
   # shares one between contexts: each replica's prefills in turn, every replica with
-  # prefill pending at an equal share of the ~16K tokens/s.
+  # prefill pending at an equal share of the ~16K tokens/s. SHARED=sliced-decode: decode
+  # time-sliced too, each token 10 ms (ITL_MS) times the replicas decoding at once (on
+  # the H200: 7.7-10.4 ms alone, 41.8-52.6 ms with four, docs/PERFORMANCE.md).
   # The model: llama3-tiny's tokenizer and template with Llama 3.1's 128K context (its
   # llama.context_length rewritten in place), since only those are read.
   MODEL=${MODEL:-/tmp/llama3-tiny-128k.gguf}
@@ -95,7 +99,8 @@ PY
   queue=--serial-prefill
   [ "${SHARED:-}" = 1 ] && queue="--shared-prefill /tmp/sy-sim-prefill-${PORT:-18410}" simtag=-shared
   [ "${SHARED:-}" = sliced ] && queue="--sliced-prefill /tmp/sy-sim-sliced-${PORT:-18410}" simtag=-sliced
-  extra="extra_args: [$(echo "${SIM_ARGS:-$queue --ttft-ms ${TTFT_MS:-60} --prefill-us-per-token ${PREFILL_US:-60} --itl-ms 25 --jitter 0.1}" | sed 's/ /, /g')]"
+  [ "${SHARED:-}" = sliced-decode ] && queue="--sliced-prefill /tmp/sy-sim-sliced-${PORT:-18410} --sliced-decode" simtag=-sliced-decode ITL_MS=${ITL_MS:-10}
+  extra="extra_args: [$(echo "${SIM_ARGS:-$queue --ttft-ms ${TTFT_MS:-60} --prefill-us-per-token ${PREFILL_US:-60} --itl-ms ${ITL_MS:-25} --jitter 0.1}" | sed 's/ /, /g')]"
 elif [ "$MODE" != cpu ]; then
   bash scripts/device_build.sh switchyard-worker switchyard-gateway switchyard-agentic switchyard-faultproxy > "$OUT/agentic-build.log" 2>&1 ||
     { tail -40 "$OUT/agentic-build.log"; exit 1; }

@@ -35,7 +35,8 @@ const char kUsage[] =
     "    [--host-load-us-per-token 2.5] [--prefill-chunk 256]\n"
     "    [--block-size 16] [--served-model-name NAME] [--http-threads 1] [--no-prefix-caching]\n"
     "    [--device D] [--ttft-ms 10] [--prefill-us-per-token 100] [--itl-ms 10] [--jitter 0]\n"
-    "    [--serial-prefill] [--shared-prefill FILE | --sliced-prefill FILE] [--ready-delay-ms 0]\n"
+    "    [--serial-prefill] [--shared-prefill FILE | --sliced-prefill FILE [--sliced-decode]]\n"
+    "    [--ready-delay-ms 0]\n"
     "    [--gpu-bus-ids A,B --nvml PATH]\n"
     "M is a GGUF file or Hugging Face directory: only its tokenizer and metadata are read.\n"
     "Without --kv-blocks the cache holds 8192 blocks (--kv-memory-gb is accepted, not used).\n"
@@ -49,6 +50,8 @@ const char kUsage[] =
     "sees them share it). --sliced-prefill FILE: the same GPU time-sliced instead: each\n"
     "simworker's prefills one after another, every simworker with prefill pending at an\n"
     "equal share of the GPU's speed (as CUDA shares a GPU between processes).\n"
+    "--sliced-decode (with --sliced-prefill): decode time-sliced too: each token takes\n"
+    "--itl-ms times the number of simworkers on FILE with a request decoding.\n"
     "--gpu-bus-ids: report these GPUs' switchyard_gpu_* series on /metrics, read through the\n"
     "NVML library at --nvml (default libnvidia-ml.so.1; tests pass a test double).\n";
 
@@ -78,7 +81,7 @@ int run(const std::vector<std::string>& argv) {
   std::set<std::string> valued = cli::serve_flag_names();
   valued.insert({"device", "ttft-ms", "prefill-us-per-token", "itl-ms", "jitter", "ready-delay-ms", "gpu-bus-ids", "nvml",
                  "shared-prefill", "sliced-prefill", "kv-host-blocks", "kv-host-gb", "host-load-us-per-token"});
-  const cli::Args a(argv, valued, {"no-prefix-caching", "serial-prefill"});
+  const cli::Args a(argv, valued, {"no-prefix-caching", "serial-prefill", "sliced-decode"});
   const cli::ServeFlags f = cli::read_serve_flags(a);
   sim::SimTiming timing;
   timing.ttft_ms = non_negative(a, "ttft-ms", timing.ttft_ms, 3.6e6);
@@ -87,6 +90,7 @@ int run(const std::vector<std::string>& argv) {
   timing.itl_ms = non_negative(a, "itl-ms", timing.itl_ms, 3.6e6);
   timing.jitter = non_negative(a, "jitter", timing.jitter, 1);
   if (a.has("shared-prefill") && a.has("sliced-prefill")) throw cli::UsageError("--shared-prefill and --sliced-prefill exclude each other");
+  if (a.has("sliced-decode") && !a.has("sliced-prefill")) throw cli::UsageError("--sliced-decode needs --sliced-prefill FILE (the GPU it slices)");
   timing.serial_prefill = a.has("serial-prefill") || a.has("shared-prefill") || a.has("sliced-prefill");
   const double ready_delay_ms = non_negative(a, "ready-delay-ms", 0, 3.6e6);
 
@@ -102,6 +106,7 @@ int run(const std::vector<std::string>& argv) {
   eo.kv_host_blocks = host_blocks(a);
   eo.model_fingerprint = policy::model_fingerprint(model_identity_description(f.model));
   eo.sliced_prefill = a.has("sliced-prefill");
+  eo.sliced_decode = a.has("sliced-decode");
   eo.shared_prefill_path = a.get_or(eo.sliced_prefill ? "sliced-prefill" : "shared-prefill", "");
   sim::SimEngine engine(eo);
 

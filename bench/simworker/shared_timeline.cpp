@@ -1,6 +1,7 @@
 #include "bench/simworker/shared_timeline.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -43,6 +44,8 @@ struct SharedTimeline::SlicedFile {
   std::array<int32_t, kMaxSharers> pid{};
   std::array<double, kMaxSharers> remaining_ms{};
   std::array<double, kMaxSharers> served_ms{};
+  std::array<int32_t, kMaxSharers> decode_pid{};  // processes decoding (0: a free entry)
+  std::array<int32_t, kMaxSharers> decoding{};    // their requests decoding
 };
 
 SharedTimeline::SharedTimeline(const std::string& path, Sharing sharing)
@@ -118,6 +121,37 @@ void SharedTimeline::read_advanced(SlicedFile& f, int64_t now) {
 void SharedTimeline::write(const SlicedFile& f) {
   if (::pwrite(fd_, &f, sizeof f, 0) != static_cast<ssize_t>(sizeof f))
     throw std::runtime_error(std::string("--sliced-prefill: cannot write: ") + std::strerror(errno));
+}
+
+void SharedTimeline::set_decoding(int32_t n) {
+  locked([&](int64_t now) {
+    SlicedFile f;
+    read_advanced(f, now);
+    const int32_t self = static_cast<int32_t>(::getpid());
+    size_t own = kMaxSharers;
+    for (size_t i = 0; i < kMaxSharers && own == kMaxSharers; ++i)
+      if (f.decode_pid[i] == self) own = i;
+    for (size_t i = 0; i < kMaxSharers && own == kMaxSharers && n > 0; ++i)
+      if (f.decode_pid[i] == 0 || ::kill(f.decode_pid[i], 0) != 0) own = i;  // free, or its process is gone
+    if (own == kMaxSharers) {
+      if (n > 0) throw std::runtime_error("--sliced-prefill: more than 64 processes decoding");
+      return 0;
+    }
+    f.decode_pid[own] = n > 0 ? self : 0;
+    f.decoding[own] = n;
+    write(f);
+    return 0;
+  });
+}
+
+int32_t SharedTimeline::decoders() {
+  return locked([&](int64_t) {
+    SlicedFile f;
+    if (::pread(fd_, &f, sizeof f, 0) != static_cast<ssize_t>(sizeof f)) return 0;
+    int32_t n = 0;
+    for (size_t i = 0; i < kMaxSharers; ++i) n += f.decode_pid[i] != 0 && f.decoding[i] > 0 && ::kill(f.decode_pid[i], 0) == 0;
+    return n;
+  });
 }
 
 SharedTimeline::Queued SharedTimeline::queue_sliced(double ms, int64_t now) {

@@ -8,7 +8,9 @@
 //   time-slices the contexts of separate processes: a replica with little queued gets
 //   its first token soon even while another works through a long queue. A finish time
 //   given assumes nothing more is queued meanwhile; `left_ms` tells, when it comes, how
-//   much later work queued since has pushed it.
+//   much later work queued since has pushed it. The same file also counts the processes
+//   decoding (set_decoding, decoders): the simulated decode steps of k processes
+//   time-slicing the GPU take k times as long each.
 #pragma once
 
 #include <span>
@@ -43,6 +45,11 @@ class SharedTimeline {
   // Milliseconds from now until `q` is done: 0 when it is (always, for kFifo, once
   // done_in_ms has passed); else the estimate as of now.
   double left_ms(const Queued& q);
+
+  // kSliced: this process has `n` requests decoding (0: none).
+  void set_decoding(int32_t n);
+  // kSliced: the processes with a request decoding now (exited ones not counted).
+  int32_t decoders();
 
   // Sharers a kSliced file tracks at once (processes with prefill pending).
   static constexpr size_t kMaxSharers = 64;

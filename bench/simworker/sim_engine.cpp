@@ -29,6 +29,18 @@ double SimEngine::prefill_left_ms(const SharedTimeline::Queued& q) {
   return shared_prefill_ ? shared_prefill_->left_ms(q) : 0;
 }
 
+void SimEngine::decoding(int32_t delta) {
+  std::lock_guard<std::mutex> lock(mu_);
+  decoding_ += delta;
+  if (options_.sliced_decode && shared_prefill_) shared_prefill_->set_decoding(decoding_);
+}
+
+double SimEngine::decode_slowdown() {
+  if (!options_.sliced_decode) return 1;
+  std::lock_guard<std::mutex> lock(mu_);
+  return shared_prefill_ ? std::max<int32_t>(1, shared_prefill_->decoders()) : 1;
+}
+
 uint64_t SimEngine::draw_seed() {
   std::lock_guard<std::mutex> lock(mu_);
   return rng_();

@@ -41,6 +41,10 @@ struct SimEngineOptions {
   // With shared_prefill_path: each process's prefills in turn, the GPU time-sliced
   // between the processes with prefill pending (SharedTimeline::Sharing::kSliced).
   bool sliced_prefill = false;
+  // With sliced_prefill: decode time-sliced too, each decode step as many times as long
+  // as there are processes with a request decoding on the shared GPU (on the H200 four
+  // replicas' decode steps took 4.9-6.1 times as long as one's alone, docs/PERFORMANCE.md).
+  bool sliced_decode = false;
 };
 
 class SimEngine {
@@ -73,6 +77,11 @@ class SimEngine {
   // When that time comes: 0 if the work is done, else the milliseconds it still needs
   // (a time-sliced GPU, options().sliced_prefill, slowed by work other replicas queued).
   double prefill_left_ms(const SharedTimeline::Queued& q);
+  // A request began (+1) or ended (-1) its decoding (the shared GPU hears of it).
+  void decoding(int32_t delta);
+  // The factor of its decode steps' time: with options().sliced_decode the processes
+  // decoding on the shared GPU now (at least 1), else 1.
+  double decode_slowdown();
 
  private:
   // Per request, guarded by mu_.
@@ -97,6 +106,7 @@ class SimEngine {
   std::unordered_map<std::string, Slot> live_;  // by request id
   std::vector<Slot*> waiting_;
   int32_t running_ = 0;
+  int32_t decoding_ = 0;  // requests between their first token and their end
   uint64_t next_arrival_ = 0;
   std::chrono::steady_clock::time_point prefill_free_at_{};  // when the queued prefill work ends
   std::unique_ptr<SharedTimeline> shared_prefill_;           // set: the queue is shared

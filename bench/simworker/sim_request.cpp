@@ -42,6 +42,7 @@ void SimRequest::abort() {
     if (self->done_) return;
     self->done_ = true;
     self->timer_.cancel();
+    self->stop_decoding();
     self->ctx_.engine.finished(*self, true);
     self->out_->abort(ApiError::unavailable("the request was aborted: the worker is shutting down", "aborted"));
   });
@@ -51,7 +52,14 @@ void SimRequest::cancel() {
   if (done_) return;
   done_ = true;
   timer_.cancel();
+  stop_decoding();
   ctx_.engine.finished(*this, true);
+}
+
+void SimRequest::stop_decoding() {
+  if (!decoding_) return;
+  decoding_ = false;
+  ctx_.engine.decoding(-1);
 }
 
 double SimRequest::jittered(double ms) {
@@ -92,6 +100,8 @@ void SimRequest::first_token() {
   ctx_.engine.computed(*this, tokens_);
   ctx_.engine.stats().prefix_cache_hit_tokens_total += cached_tokens_;
   ctx_.engine.stats().prefill_tokens_total += static_cast<int64_t>(start_tokens_.size()) - cached_tokens_;
+  decoding_ = true;
+  ctx_.engine.decoding(+1);
   next_token();
 }
 
@@ -113,11 +123,12 @@ void SimRequest::next_token() {
   if (!out_->token(index, id, decoder_.push(id), req_.sampling.logprobs >= 0)) return cancel();
   if (generated_ >= req_.sampling.max_tokens) return end("length", {});
   ctx_.engine.computed(*this, std::span<const int32_t>(tokens_).first(tokens_.size() - 1));
-  arm(jittered(ctx_.timing.itl_ms), &SimRequest::next_token);
+  arm(jittered(ctx_.timing.itl_ms) * ctx_.engine.decode_slowdown(), &SimRequest::next_token);
 }
 
 void SimRequest::end(const char* reason, std::string matched_stop) {
   done_ = true;
+  stop_decoding();
   ctx_.engine.finished(*this, false);
   InternalFinish fin;
   fin.finish_reason = reason;

@@ -77,6 +77,7 @@ class SimRequest : public std::enable_shared_from_this<SimRequest> {
   void first_token();
   void next_token();
   void end(const char* reason, std::string matched_stop);
+  void stop_decoding();  // the engine counts it off its requests decoding (once)
   double jittered(double ms);
 
   const SimContext& ctx_;
@@ -94,6 +95,7 @@ class SimRequest : public std::enable_shared_from_this<SimRequest> {
   std::minstd_rand jitter_rng_;
   Clock::time_point last_token_at_{};
   bool done_ = false;
+  bool decoding_ = false;  // between its first token and its end
   SharedTimeline::Queued prefill_;  // serial prefill: its prefill as queued, then the
   double ttft_ms_ = 0;              // fixed part of its first token's latency
 };

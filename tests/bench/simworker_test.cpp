@@ -4,6 +4,7 @@
 // against policy/block_hash), eviction, cancellation and bad requests.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -223,9 +224,11 @@ TEST(Simworker, SerialPrefillQueuesOnePromptBehindTheOther) {
 
 // Two simulated workers given one FILE by `flag` (--shared-prefill, --sliced-prefill):
 // replicas on one simulated GPU, the file removed before and after.
+// `timing`: their timing flags.
 struct TwoOnOneGpu {
-  explicit TwoOnOneGpu(const std::string& flag)
-      : file(fresh(::testing::TempDir() + "sy-" + flag.substr(2) + "-" + std::to_string(::getpid()))),
+  explicit TwoOnOneGpu(const std::string& flag, std::vector<std::string> timing = kSlowPrefill)
+      : timing(std::move(timing)),
+        file(fresh(::testing::TempDir() + "sy-" + flag.substr(2) + "-" + std::to_string(::getpid()))),
         w1(start_sim(args(flag))),
         w2(start_sim(args(flag))) {}
   ~TwoOnOneGpu() { std::remove(file.c_str()); }
@@ -234,7 +237,7 @@ struct TwoOnOneGpu {
     return path;
   }
   std::vector<std::string> args(const std::string& flag) const {
-    std::vector<std::string> a = kSlowPrefill;
+    std::vector<std::string> a = timing;
     a.insert(a.end(), {flag, file});
     return a;
   }
@@ -245,6 +248,7 @@ struct TwoOnOneGpu {
     EXPECT_EQ(reported_gpu_uuid(w2.port()), uuid);
   }
 
+  const std::vector<std::string> timing;
   const std::string file;
   WorkerProcess w1, w2;
 };
@@ -302,6 +306,57 @@ TEST(Simworker, SlicedPrefillServesAShortPromptBesideALongOne) {
   EXPECT_LT(ms(shorter.token_at[0]), 400) << "served beside the long prefill, not behind it";
   EXPECT_GE(ms(longer.token_at[0]), 10 + 600 + 60.0 - 5);
   gpu.expect_one_gpu_reported();
+}
+
+// --sliced-decode: two simulated workers decoding on one GPU take turns, as CUDA
+// time-slices processes: while one decodes a long reply, the other's tokens come twice
+// --itl-ms apart (alone, once). Lower bounds only.
+TEST(Simworker, SlicedDecodeSlowsEachTokenByTheWorkersDecoding) {
+  TwoOnOneGpu gpu("--sliced-prefill", {"--ttft-ms", "10", "--prefill-us-per-token", "100", "--itl-ms", "20", "--sliced-decode"});
+  Generated longer, shorter;
+  std::thread other([&] { longer = generate(gpu.w1.port(), generate_body("long", prompt_of(20, 2000), 60, 1)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  shorter = generate(gpu.w2.port(), generate_body("short", prompt_of(20, 3000), 10, 2));
+  other.join();
+  ASSERT_TRUE(longer.finished) << longer.error;
+  ASSERT_TRUE(shorter.finished) << shorter.error;
+  ASSERT_EQ(shorter.token_at.size(), 10u);
+  // Nine gaps of 2 × 20 ms (the long reply, 60 tokens of at least 20 ms, is still going).
+  EXPECT_GE(ms(shorter.token_at[9] - shorter.token_at[0]), 9 * 40.0 * 0.95);
+}
+
+// The processes decoding, as the file counts them: this one while it has requests
+// decoding, another (a child) until it stops or exits.
+TEST(SlicedDecode, TheFileCountsLiveProcessesWithRequestsDecoding) {
+  const std::string file = ::testing::TempDir() + "sy-sliced-decode-" + std::to_string(::getpid());
+  std::remove(file.c_str());
+  sim::SharedTimeline t(file, sim::SharedTimeline::Sharing::kSliced);
+  EXPECT_EQ(t.decoders(), 0);
+  t.set_decoding(3);
+  EXPECT_EQ(t.decoders(), 1);
+  int ready[2], quit[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(quit), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // decodes until told to quit, then exits without saying so
+    sim::SharedTimeline mine(file, sim::SharedTimeline::Sharing::kSliced);
+    mine.set_decoding(1);
+    char c = 1;
+    if (::write(ready[1], &c, 1) != 1 || ::read(quit[0], &c, 1) != 1) ::_exit(1);
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  EXPECT_EQ(t.decoders(), 2);
+  t.set_decoding(0);
+  EXPECT_EQ(t.decoders(), 1);
+  ASSERT_EQ(::write(quit[1], &c, 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_EQ(t.decoders(), 0) << "an exited process still counted";
+  for (int fd : {ready[0], ready[1], quit[0], quit[1]}) ::close(fd);
+  std::remove(file.c_str());
 }
 
 TEST(Simworker, KvEventsSnapshotThenStoredAndRemovedHashes) {
@@ -410,7 +465,7 @@ TEST(Simworker, RefusesBadFlags) {
   for (std::vector<std::string> bad :
        {std::vector<std::string>{"--itl-ms", "-1"}, {"--jitter", "2"}, {"--kv-memory-gb", "1"}, {"--no-such-flag", "1"},
         {"--kv-host-blocks", "-1"}, {"--kv-host-gb", "1", "--kv-host-blocks", "8"},
-        {"--kv-host-gb", "1", "--no-prefix-caching"}, {"--host-load-us-per-token", "-2"}}) {
+        {"--kv-host-gb", "1", "--no-prefix-caching"}, {"--host-load-us-per-token", "-2"}, {"--sliced-decode"}}) {
     WorkerProcess w = start_sim(bad);  // with --kv-blocks already given
     EXPECT_EQ(w.port(), 0) << bad[0];
     EXPECT_EQ(w.terminate(), 2) << bad[0];

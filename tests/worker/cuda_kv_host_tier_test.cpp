@@ -32,6 +32,8 @@ TEST(CudaKvHostTier, ATierPinnedInTheBackgroundIsTakenBetweenSteps) {
   bo.kv_host_in_background = true;
   testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cuda", bo);
   testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cuda", bo);
+  bo.tp = 2;  // two ranks on one GPU, their tiers taken at one step
+  testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cuda:0,0", bo);
 }
 
 TEST(CudaKvHostTier, EachTensorParallelRankCopiesItsShard) {

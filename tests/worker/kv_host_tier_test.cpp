@@ -18,11 +18,14 @@ TEST(KvHostTier, AnEvictedPrefixComesBackFromHostMemory) {
 
 // Allocated in the background (as `serve` does): not in use until the engine's first
 // step after it is ready, then the same as one allocated at once.
+// A tensor-parallel group takes its ranks' tiers at one step, once all are allocated.
 TEST(KvHostTier, ATierAllocatedInTheBackgroundIsTakenBetweenSteps) {
   BackendOptions bo;
   bo.kv_host_in_background = true;
   testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cpu", bo);
   testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cpu", bo);
+  bo.tp = 2;
+  testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cpu", bo);
 }
 
 TEST(KvHostTier, EachTensorParallelRankCopiesItsShard) {

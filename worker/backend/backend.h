@@ -96,9 +96,10 @@ struct BackendOptions {
   // context-parallel ranks of one tensor-parallel index share one tier of pcp × this
   // (a block's home rank copies it; cuda: not yet run on a GPU).
   size_t kv_host_memory_bytes = 0;
-  // One rank (tp = pcp = 1): allocate the host tier on a thread of its own; the backend
-  // starts without it and Backend::take_host_tier() hands it over once allocated
-  // (worker/backend/background_host_tier.h). A group's ranks allocate theirs at once.
+  // Allocate the host tier on a thread of its own (each rank its own, pcp = 1); the
+  // backend starts without it and Backend::take_host_tier() hands it over once allocated
+  // (worker/backend/background_host_tier.h). Context-parallel ranks' shared tiers are
+  // allocated at once.
   bool kv_host_in_background = false;
   // cuda: with num_kv_blocks 0 and this > 0, the KV cache takes this fraction of the
   // device memory still free after weights and buffers, instead of kv_memory_bytes.
@@ -135,6 +136,8 @@ class Backend {
   // num_host_kv_blocks()); 0 before, after, or without one. Throws the allocation's
   // error, once. Between steps only: the engine calls it before each.
   virtual int32_t take_host_tier() { return 0; }
+  // True once a background host tier is allocated (or failed) and not yet taken.
+  virtual bool host_tier_allocated() const { return false; }
   // Blocks until a background host tier's allocation has ended (tests, to take it at a
   // known step).
   virtual void wait_host_tier() const {}

@@ -26,9 +26,13 @@ class BackgroundHostTier {
   // 0 while it is still being allocated, after it was taken, or without one; an
   // allocation's error is thrown here, once.
   int32_t take(Pool& pool) {
-    if (!pending_.valid() || pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return 0;
+    if (!ready()) return 0;
     pool = pending_.get();
     return blocks_;
+  }
+  // True once the allocation has ended and take() has not taken it yet.
+  bool ready() const {
+    return pending_.valid() && pending_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   }
   // Blocks until the allocation has ended (it is then taken at the next take()).
   void wait() const {

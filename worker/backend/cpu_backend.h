@@ -57,6 +57,7 @@ class CpuBackend : public Backend {
   int32_t num_kv_blocks() const override { return num_blocks_ * cp_size_; }
   int32_t num_host_kv_blocks() const override { return num_host_blocks_; }
   int32_t take_host_tier() override;
+  bool host_tier_allocated() const override { return background_host_.ready(); }
   void wait_host_tier() const override { background_host_.wait(); }
   // The host tier of a context-parallel rank (create_cpu_group): `count` slots of
   // host_slot_bytes() at `slots`, shared by the ranks of its tensor-parallel index, since

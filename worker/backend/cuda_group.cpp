@@ -69,7 +69,6 @@ std::unique_ptr<Backend> create_cuda_group(const ModelSource& src, const ModelCo
   // would leave the others nothing): they keep the fixed KV budget.
   if (shared) rank_options.kv_free_memory_fraction = 0;
   if (pcp > 1) rank_options.kv_host_memory_bytes = 0;  // shared below
-  rank_options.kv_host_in_background = false;  // every rank's tier in use from the first step
   std::vector<std::unique_ptr<Backend>> ranks;
   std::vector<CudaBackend*> cuda;  // rank (p, t) at p × tp + t
   for (int p = 0; p < pcp; ++p)

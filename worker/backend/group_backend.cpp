@@ -1,6 +1,7 @@
 #include "worker/backend/group_backend.h"
 
 #include <algorithm>
+#include <climits>
 #include <stdexcept>
 
 #include "worker/backend/cpu_backend.h"
@@ -17,6 +18,29 @@ GroupBackend::GroupBackend(std::vector<std::unique_ptr<Backend>> ranks, parallel
   scratch_logits_.resize(ranks_.size());
   scratch_ids_.resize(ranks_.size());
   for (int r = 1; r < size(); ++r) threads_.emplace_back([this, r] { rank_loop(r); });
+}
+
+bool GroupBackend::host_tier_allocated() const {
+  return std::all_of(ranks_.begin(), ranks_.end(), [](const auto& r) { return r->host_tier_allocated(); });
+}
+
+int32_t GroupBackend::take_host_tier() {
+  if (!host_tier_allocated()) return 0;
+  int32_t taken = INT32_MAX;
+  std::exception_ptr error;
+  for (const auto& r : ranks_) {
+    try {
+      taken = std::min(taken, r->take_host_tier());
+    } catch (...) {
+      if (!error) error = std::current_exception();  // the group stays without a tier
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  return num_host_kv_blocks_ = taken;
+}
+
+void GroupBackend::wait_host_tier() const {
+  for (const auto& r : ranks_) r->wait_host_tier();
 }
 
 GroupBackend::~GroupBackend() {
@@ -104,7 +128,6 @@ std::unique_ptr<Backend> create_cpu_group(const ModelSource& src, const ModelCon
   std::vector<CpuBackend*> cpu;  // rank (p, t) at p × tp + t
   BackendOptions rank_options = options;
   if (pcp > 1) rank_options.kv_host_memory_bytes = 0;  // shared below
-  rank_options.kv_host_in_background = false;  // every rank's tier in use from the first step
   // One after the other: loading uses the process pool, which serves one caller at a time.
   for (int p = 0; p < pcp; ++p)
     for (int t = 0; t < tp; ++t) {

@@ -37,6 +37,11 @@ class GroupBackend : public Backend {
   int32_t block_size() const override { return ranks_[0]->block_size(); }
   int32_t num_kv_blocks() const override { return num_kv_blocks_; }
   int32_t num_host_kv_blocks() const override { return num_host_kv_blocks_; }
+  // Tensor-parallel ranks' tiers allocated in the background: taken all at one step, once
+  // every rank's is allocated (the smallest rank's slots, as at construction).
+  int32_t take_host_tier() override;
+  bool host_tier_allocated() const override;
+  void wait_host_tier() const override;
   int size() const { return static_cast<int>(ranks_.size()); }
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
   bool samples_on_device() const override { return ranks_[0]->samples_on_device(); }

@@ -39,8 +39,8 @@ const char kUsage[] =
     "             [--kv-dtype f32|f16]  (cpu: the KV cache in float32, the default, or IEEE half:\n"
     "             half the bytes per token, each key and value rounded once; not with --pcp)\n"
     "             [--kv-host-gb X]  (host memory per rank that keeps prefix blocks evicted from the\n"
-    "             KV cache, copied back on a hit instead of recomputed; cuda: pinned; one rank's\n"
-    "             allocated in the background, in use once allocated)\n";
+    "             KV cache, copied back on a hit instead of recomputed; cuda: pinned;\n"
+    "             allocated in the background, in use once allocated; --pcp ranks' at once)\n";
 
 }  // namespace
 

@@ -117,6 +117,29 @@ TEST(KvCacheManagerHostTier, EvictedBlocksAreSavedAndAMatchLoadsThemBack) {
   EXPECT_EQ(events[1].hashes, (std::vector<uint64_t>{100, 101}));
 }
 
+// A tier added after the cache started (allocated in the background): what was evicted
+// before it is gone, what is evicted after it is kept; nothing without prefix caching.
+TEST(KvCacheManagerHostTier, ATierAddedLaterKeepsWhatIsEvictedFromThen) {
+  KvCacheManager kv(2, true, nullptr);
+  cache(kv, {100});
+  std::vector<int32_t> fresh;
+  ASSERT_TRUE(kv.allocate(2, fresh));  // evicts 100: dropped, no tier yet
+  EXPECT_TRUE(kv.take_copies().empty());
+  kv.release(fresh);
+  kv.add_host_tier(4);
+  EXPECT_EQ(kv.num_host_blocks(), 4);
+  cache(kv, {200, 201});
+  ASSERT_TRUE(kv.allocate(2, fresh = {}));  // evicts both: saved now
+  EXPECT_EQ(kv.take_copies().size(), 2u);
+  kv.release(fresh);
+  std::vector<int32_t> m;
+  EXPECT_EQ(kv.match_prefix({100}, m), 0);
+  EXPECT_EQ(kv.match_prefix({200, 201}, m), 2);
+  KvCacheManager off(2, false, nullptr);
+  off.add_host_tier(4);
+  EXPECT_EQ(off.num_host_blocks(), 0);
+}
+
 TEST(KvCacheManagerHostTier, SlotsAreEvictedLruButNotWhileACopyUsesThem) {
   KvEventHub hub;
   auto sub = hub.subscribe(nullptr);

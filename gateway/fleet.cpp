@@ -265,13 +265,14 @@ void Fleet::finished(size_t i, bool got_first_token, int64_t uncached_tokens, in
   l.cached_tokens_total += cached_tokens;
 }
 
-void Fleet::set_worker_stats(size_t i, const std::string& boot_id, int64_t kv_used, int64_t kv_total, int64_t running, int64_t waiting) {
+void Fleet::set_worker_stats(size_t i, const std::string& boot_id, const WorkerScrape& w) {
   if (i >= infos_.size() || infos_[i].boot_id != boot_id) return;  // a stale answer
   ReplicaLoad& l = loads_[i];
-  l.kv_blocks_used = kv_used;
-  l.kv_blocks_total = kv_total;
-  l.worker_running = running;
-  l.worker_waiting = waiting;
+  l.kv_blocks_used = w.kv_blocks_used;
+  l.kv_blocks_total = w.kv_blocks_total;
+  l.kv_host_blocks_total = w.kv_host_blocks_total;
+  l.worker_running = w.requests_running;
+  l.worker_waiting = w.requests_waiting;
 }
 
 void Fleet::set_worker_gpus(size_t i, const std::string& boot_id, std::vector<std::string> gpu_uuids) {

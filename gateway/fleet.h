@@ -15,6 +15,7 @@
 #include "common/http/sse_parser.h"
 #include "gateway/supervisor.h"
 #include "gateway/upstream_call.h"
+#include "gateway/worker_scrape.h"
 #include "policy/clock.h"
 #include "policy/prefix_index.h"
 #include "policy/router.h"
@@ -39,6 +40,7 @@ struct ReplicaLoad {
   // From the worker's /metrics, polled.
   int64_t kv_blocks_used = 0;
   int64_t kv_blocks_total = 0;
+  int64_t kv_host_blocks_total = 0;
   int64_t worker_running = 0;
   int64_t worker_waiting = 0;
   std::vector<std::string> gpu_uuids;  // the GPUs it reports (none from a CPU worker)
@@ -91,7 +93,7 @@ class Fleet : public std::enable_shared_from_this<Fleet> {
   void attempt_failed(size_t i);
   void attempt_succeeded(size_t i);
 
-  void set_worker_stats(size_t i, const std::string& boot_id, int64_t kv_used, int64_t kv_total, int64_t running, int64_t waiting);
+  void set_worker_stats(size_t i, const std::string& boot_id, const WorkerScrape& w);
   // The uuids of the GPUs replica i's worker (boot `boot_id`) reports: replicas reporting
   // a common one share it, whatever their hosts and device ids say.
   void set_worker_gpus(size_t i, const std::string& boot_id, std::vector<std::string> gpu_uuids);

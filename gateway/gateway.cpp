@@ -348,7 +348,7 @@ void Gateway::poll_worker_metrics() {
     fetch(core_strand_, req, [this, i, id = r.id, boot = r.boot_id](int status, std::string body) {
       if (status != 200) return;
       WorkerScrape w = parse_worker_metrics(body);
-      core_->fleet().set_worker_stats(i, boot, w.kv_blocks_used, w.kv_blocks_total, w.requests_running, w.requests_waiting);
+      core_->fleet().set_worker_stats(i, boot, w);
       std::vector<std::string> uuids;
       for (const GpuSample& g : w.gpus) uuids.push_back(g.uuid);
       core_->fleet().set_worker_gpus(i, boot, std::move(uuids));

@@ -78,7 +78,7 @@ nlohmann::json Gateway::status_json() const {
                         {"restarts", r.restarts},
                         {"load", {{"in_flight", l.in_flight}, {"capacity", r.max_num_seqs}, {"pending_prefill_tokens", l.pending_prefill_tokens},
                                   {"worker_running", l.worker_running}, {"worker_waiting", l.worker_waiting}}},
-                        {"kv", {{"blocks_used", l.kv_blocks_used}, {"blocks_total", l.kv_blocks_total}}},
+                        {"kv", {{"blocks_used", l.kv_blocks_used}, {"blocks_total", l.kv_blocks_total}, {"host_blocks_total", l.kv_host_blocks_total}}},
                         {"requests_total", l.requests_total},
                         {"hit_rate", l.prompt_tokens_total > 0 ? static_cast<double>(l.cached_tokens_total) / static_cast<double>(l.prompt_tokens_total) : 0.0},
                         {"prefill_s_per_token", l.prefill_s_per_token},

@@ -82,6 +82,7 @@ WorkerScrape parse_worker_metrics(std::string_view text) {
   static const std::pair<std::string_view, int64_t WorkerScrape::*> kEngineSeries[] = {
       {"switchyard_worker_kv_blocks_used", &WorkerScrape::kv_blocks_used},
       {"switchyard_worker_kv_blocks_capacity", &WorkerScrape::kv_blocks_total},
+      {"switchyard_worker_kv_host_blocks_capacity", &WorkerScrape::kv_host_blocks_total},
       {"switchyard_worker_requests_running", &WorkerScrape::requests_running},
       {"switchyard_worker_requests_waiting", &WorkerScrape::requests_waiting},
   };

@@ -27,6 +27,7 @@ struct GpuSample {
 struct WorkerScrape {
   int64_t kv_blocks_used = 0;
   int64_t kv_blocks_total = 0;
+  int64_t kv_host_blocks_total = 0;  // the KV host tier's slots (0: none, or not in use yet)
   int64_t requests_running = 0;
   int64_t requests_waiting = 0;
   std::vector<GpuSample> gpus;  // in the order first seen; none from a CPU worker

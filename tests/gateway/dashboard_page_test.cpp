@@ -52,7 +52,7 @@ json fake_replica(int i, const std::string& state, double t0) {
             {"pending_prefill_tokens", 0},
             {"worker_running", i % 4},
             {"worker_waiting", 0}}},
-          {"kv", {{"blocks_used", 100 * i}, {"blocks_total", 4096}}},
+          {"kv", {{"blocks_used", 100 * i}, {"blocks_total", 4096}, {"host_blocks_total", i == 1 ? 8192 : 0}}},
           {"requests_total", 10 * i},
           {"hit_rate", 0.25},
           {"prefill_s_per_token", 1e-3},
@@ -230,6 +230,9 @@ TEST(DashboardPage, ShowsAFleetFromStatus) {
   EXPECT_EQ(text_of(dom, "replica-summary"), "· 2 of 6 ready");
   EXPECT_NE(dom.find("cpu · tp 2<"), std::string::npos) << "r0's shape is not shown";
   EXPECT_NE(dom.find("cpu · tp 1<"), std::string::npos);
+  // r1's KV host tier (in use), nobody else's (none, or not yet).
+  EXPECT_NE(dom.find(" + host 8,192<"), std::string::npos) << "r1's host tier is not shown";
+  EXPECT_EQ(dom.find(" + host 0<"), std::string::npos);
 
   EXPECT_EQ(text_of(dom, "tok-per-s"), "50.0");
   EXPECT_EQ(text_of(dom, "ttft-p50"), "41 ms");

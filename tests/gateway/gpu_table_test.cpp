@@ -18,6 +18,7 @@ const char kWorkerMetrics[] =
     "# TYPE switchyard_worker_kv_blocks_used gauge\n"
     "switchyard_worker_kv_blocks_used 12\n"
     "switchyard_worker_kv_blocks_capacity 4096\n"
+    "switchyard_worker_kv_host_blocks_capacity 8192\n"
     "switchyard_worker_requests_running 3\n"
     "switchyard_worker_requests_waiting 1\n"
     "switchyard_gpu_power_watts{gpu=\"0\",uuid=\"GPU-a\"} 123.456\n"
@@ -37,6 +38,7 @@ TEST(WorkerScrape, ReadsEngineGaugesAndGpusByUuid) {
   const WorkerScrape w = parse_worker_metrics(kWorkerMetrics);
   EXPECT_EQ(w.kv_blocks_used, 12);
   EXPECT_EQ(w.kv_blocks_total, 4096);
+  EXPECT_EQ(w.kv_host_blocks_total, 8192);
   EXPECT_EQ(w.requests_running, 3);
   EXPECT_EQ(w.requests_waiting, 1);
   ASSERT_EQ(w.gpus.size(), 2u);

@@ -2,7 +2,8 @@
 // so that the backend, and the worker with it, is ready without waiting for it: a tier of
 // 16 GiB of pinned memory per replica went with start-ups of 38-49 s for four replicas
 // on one H200 against 12-14 s without (docs/PERFORMANCE.md). The engine takes it into use
-// between steps once allocated (Backend::take_host_tier).
+// between steps once allocated (Backend::take_host_tier). A tier allocated at once runs
+// the same way, taken before the backend's constructor returns.
 #pragma once
 
 #include <chrono>
@@ -17,18 +18,18 @@ namespace sy {
 template <class Pool>
 class BackgroundHostTier {
  public:
-  // Starts allocating `blocks` slots with `allocate`.
+  // Starts allocating `blocks` slots with `allocate`, on a thread of its own.
   void start(int32_t blocks, std::function<Pool()> allocate) {
     blocks_ = blocks;
     pending_ = std::async(std::launch::async, std::move(allocate));
   }
-  // Once allocated, and only once: moves the memory to `pool` and returns its slots.
-  // 0 while it is still being allocated, after it was taken, or without one; an
-  // allocation's error is thrown here, once.
-  int32_t take(Pool& pool) {
+  // Once allocated, and only once: moves the memory to `pool`, its slots to `blocks`, and
+  // returns them. 0 (and both left as they are) while it is still being allocated, after
+  // it was taken, or without one; an allocation's error is thrown here, once.
+  int32_t take(Pool& pool, int32_t& blocks) {
     if (!ready()) return 0;
     pool = pending_.get();
-    return blocks_;
+    return blocks = blocks_;
   }
   // True once the allocation has ended and take() has not taken it yet.
   bool ready() const {

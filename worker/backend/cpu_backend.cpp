@@ -252,23 +252,18 @@ CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const 
     if (cp.size > 1)
       throw std::invalid_argument("a context-parallel rank's KV host tier is its group's (create_cpu_group), not its own");
     const size_t slot = host_slot_bytes();
-    num_host_blocks_ = static_cast<int32_t>(std::min<size_t>(options.kv_host_memory_bytes / slot, INT32_MAX));
-    if (num_host_blocks_ <= 0) throw std::invalid_argument("the KV host memory budget holds no block");
-    const size_t bytes = static_cast<size_t>(num_host_blocks_) * slot;
+    const auto blocks = static_cast<int32_t>(std::min<size_t>(options.kv_host_memory_bytes / slot, INT32_MAX));
+    if (blocks <= 0) throw std::invalid_argument("the KV host memory budget holds no block");
+    const size_t bytes = static_cast<size_t>(blocks) * slot;
+    background_host_.start(blocks, [bytes] { return std::shared_ptr<char[]>(new char[bytes]); });
     if (!options.kv_host_in_background) {
-      host_kv_.reset(new char[bytes]);
-    } else {
-      background_host_.start(num_host_blocks_, [bytes] { return std::shared_ptr<char[]>(new char[bytes]); });
-      num_host_blocks_ = 0;  // until taken
+      background_host_.wait();
+      take_host_tier();
     }
   }
 }
 
-int32_t CpuBackend::take_host_tier() {
-  const int32_t taken = background_host_.take(host_kv_);
-  if (taken > 0) num_host_blocks_ = taken;
-  return taken;
-}
+int32_t CpuBackend::take_host_tier() { return background_host_.take(host_kv_, num_host_blocks_); }
 
 void CpuBackend::share_host_tier(std::shared_ptr<char[]> slots, int32_t count) {
   host_kv_ = std::move(slots);

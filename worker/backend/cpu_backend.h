@@ -107,7 +107,7 @@ class CpuBackend : public Backend {
   // The KV host tier (BackendOptions::kv_host_memory_bytes): num_host_blocks_ slots.
   std::shared_ptr<char[]> host_kv_;
   int32_t num_host_blocks_ = 0;
-  BackgroundHostTier<std::shared_ptr<char[]>> background_host_;  // kv_host_in_background
+  BackgroundHostTier<std::shared_ptr<char[]>> background_host_;  // until taken
   // Activations, grown to the largest step seen.
   std::vector<float> x_, h_, qkv_, attn_, proj_, gate_up_, act_, last_, local_logits_, gathered_, rows_, send_, recv_;
 };

@@ -258,8 +258,26 @@ size_t CudaBackend::host_slot_bytes() const {
 
 void CudaBackend::share_host_tier(std::shared_ptr<char> slots, int32_t count) {
   host_pool_ = std::move(slots);
-  host_kv_ = host_pool_.get();
   num_host_blocks_ = count;
+}
+
+std::shared_ptr<char> allocate_pinned_host_tier(size_t bytes) {
+  const auto start = std::chrono::steady_clock::now();
+  // Relaxed for this call: a capture in global mode on another thread (a library's)
+  // cannot fail it; the step's own graphs are captured thread-local.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaError_t e = cudaThreadExchangeStreamCaptureMode(&mode);
+  char* slots = nullptr;
+  if (e == cudaSuccess) {
+    e = cudaHostAlloc(reinterpret_cast<void**>(&slots), bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+    cudaThreadExchangeStreamCaptureMode(&mode);
+  }
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("allocating the KV host tier (pinned host memory): ") + cudaGetErrorString(e));
+  std::fprintf(stderr, "cuda: KV host tier of %.2f GiB of pinned host memory allocated in %.1f s\n",
+               static_cast<double>(bytes) / (1 << 30),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return std::shared_ptr<char>(slots, [](char* p) { cudaFreeHost(p); });
 }
 
 void CudaBackend::allocate_host_tier(size_t bytes, size_t per_block, bool in_background) {
@@ -267,39 +285,20 @@ void CudaBackend::allocate_host_tier(size_t bytes, size_t per_block, bool in_bac
     throw std::invalid_argument("a context-parallel rank's KV host tier is its group's (create_cuda_group), not its own");
   const int32_t blocks = static_cast<int32_t>(std::min<size_t>(bytes / per_block, INT32_MAX));
   if (blocks <= 0) throw std::invalid_argument("the KV host memory budget holds no block");
-  // Mapped: the copy kernel reads and writes it over the bus, a CTA per chunk. Portable:
-  // allocated on another thread, or shared by a group's ranks, it is every device's.
-  // (Not check(): it may run on the allocating thread, beside a step.)
-  auto allocate = [device = device_, bytes = static_cast<size_t>(blocks) * per_block] {
-    const auto start = std::chrono::steady_clock::now();
-    char* slots = nullptr;
-    // The step's graphs are captured in thread-local mode; relaxed here, so that a
-    // library's capture in global mode on another thread cannot fail the allocation.
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    cudaError_t e = cudaThreadExchangeStreamCaptureMode(&mode);
-    if (e == cudaSuccess) e = cudaSetDevice(device);
-    if (e == cudaSuccess) e = cudaHostAlloc(reinterpret_cast<void**>(&slots), bytes, cudaHostAllocMapped | cudaHostAllocPortable);
-    if (e != cudaSuccess)
-      throw std::runtime_error(std::string("allocating the KV host tier (pinned host memory): ") + cudaGetErrorString(e));
-    std::fprintf(stderr, "cuda backend: KV host tier of %.2f GiB of pinned host memory allocated in %.1f s\n",
-                 static_cast<double>(bytes) / (1 << 30),
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    return std::shared_ptr<char>(slots, [](char* p) { cudaFreeHost(p); });
-  };
-  if (in_background) return background_host_.start(blocks, allocate);
-  host_pool_ = allocate();
-  host_kv_ = host_pool_.get();
-  num_host_blocks_ = blocks;
+  // Allocated on a thread of its own, on this rank's device (not the default device's
+  // context); in the background the backend starts without it.
+  background_host_.start(blocks, [device = device_, bytes = static_cast<size_t>(blocks) * per_block] {
+    if (const cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
+      throw std::runtime_error(std::string("selecting the device for the KV host tier: ") + cudaGetErrorString(e));
+    return allocate_pinned_host_tier(bytes);
+  });
+  if (!in_background) {
+    background_host_.wait();
+    take_host_tier();
+  }
 }
 
-int32_t CudaBackend::take_host_tier() {
-  const int32_t taken = background_host_.take(host_pool_);
-  if (taken > 0) {
-    host_kv_ = host_pool_.get();
-    num_host_blocks_ = taken;
-  }
-  return taken;
-}
+int32_t CudaBackend::take_host_tier() { return background_host_.take(host_pool_, num_host_blocks_); }
 
 void CudaBackend::begin_step(const BatchPlan& plan) {
   const std::string bad = plan.validate(block_size_, num_kv_blocks(), config_.vocab, num_host_blocks_);
@@ -326,7 +325,7 @@ void CudaBackend::begin_step(const BatchPlan& plan) {
   for (size_t i = 0; i < own.size(); ++i) copy_pairs_[i] = {own[i].block, own[i].host_slot};
   cuda::KvCopyArgs a;
   a.cache = kv_.as<char>();
-  a.host = host_kv_;
+  a.host = host_pool_.get();
   a.layout = {static_cast<size_t>(block_size_) * local_.kv_dim() * sizeof(__nv_bfloat16),
               layer_kv_elements_ * sizeof(__nv_bfloat16), config_.n_layers};
   auto launch = [&](size_t from, size_t to) {  // a kernel per run of one direction

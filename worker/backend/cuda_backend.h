@@ -163,12 +163,11 @@ class CudaBackend : public Backend {
   cuda::DeviceBuffer kv_;  // per layer: K [num_blocks, n_kv_heads, block_size, head_dim], then V
   size_t layer_kv_elements_ = 0;
   // The KV host tier (BackendOptions::kv_host_memory_bytes): num_host_blocks_ slots of
-  // mapped pinned memory (its own, or its group's in host_pool_), and the (block, slot)
-  // pairs of a step's copies, also mapped; own_copies_: this rank's copies of a step.
-  char* host_kv_ = nullptr;
+  // mapped pinned memory (its own, or its group's), and the (block, slot) pairs of a
+  // step's copies, also mapped; own_copies_: this rank's copies of a step.
   std::shared_ptr<char> host_pool_;
   int32_t num_host_blocks_ = 0;
-  BackgroundHostTier<std::shared_ptr<char>> background_host_;  // kv_host_in_background
+  BackgroundHostTier<std::shared_ptr<char>> background_host_;  // until taken
   int2* copy_pairs_ = nullptr;
   size_t copy_pairs_capacity_ = 0;
   std::vector<KvCopy> own_copies_;
@@ -213,5 +212,10 @@ class CudaBackend : public Backend {
 // form a group.
 std::unique_ptr<Backend> create_cuda_group(const ModelSource& src, const ModelConfig& config, const BackendOptions& options,
                                            const std::vector<int>& devices);
+
+// `bytes` of KV host tier: pinned host memory, mapped (the copy kernel reads and writes it
+// over the bus) and portable (every device's, whichever thread or rank allocated it), freed
+// with the last owner. Logs how long it took; throws std::runtime_error.
+std::shared_ptr<char> allocate_pinned_host_tier(size_t bytes);
 
 }  // namespace sy

@@ -83,13 +83,7 @@ std::unique_ptr<Backend> create_cuda_group(const ModelSource& src, const ModelCo
   // The shared host tiers: mapped and portable, so that every rank's device reads and
   // writes its tier.
   if (pcp > 1 && options.kv_host_memory_bytes > 0)
-    share_host_tiers(cuda, tp, pcp, options.kv_host_memory_bytes, [](size_t bytes) {
-      char* slots = nullptr;
-      if (cudaHostAlloc(reinterpret_cast<void**>(&slots), bytes, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
-        throw std::runtime_error("cuda group: allocating the KV host tier (pinned host memory) failed");
-      std::fprintf(stderr, "cuda group: a KV host tier of %.2f GiB of pinned host memory\n", static_cast<double>(bytes) / (1 << 30));
-      return std::shared_ptr<char>(slots, [](char* s) { cudaFreeHost(s); });
-    });
+    share_host_tiers(cuda, tp, pcp, options.kv_host_memory_bytes, allocate_pinned_host_tier);
   const std::string tp_kind = tp > 1 ? std::string(tp_comms[0][0]->kind()) : "none";
   const std::string cp_kind = pcp > 1 ? std::string(cp_comms[0][0]->kind()) : "none";
   std::fprintf(stderr, "cuda group: tp %d (%s collectives) × pcp %d (%s collectives)%s\n", tp, tp_kind.c_str(), pcp,

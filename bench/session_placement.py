@@ -6,6 +6,10 @@ session_idle_s; it counts on the replica of its latest turn), by the client's cl
 lists the new sessions sent to a replica holding more live sessions than the least
 loaded one, which the prefix router's placement by count should not do (its own view
 differs from the client's by the clocks' few milliseconds, and did by hedges, ba0b9f0).
+With the CSV's `attempts` column (the gateway's x-switchyard-attempts), each listed
+placement also names the hedged or retried turns (attempts > 1) sent before it whose
+session had sent no later turn yet: what a router that re-homed sessions on hedges
+would have counted wrong.
 
     python3 bench/session_placement.py RUN.turns.csv ...
 """
@@ -37,18 +41,35 @@ def placements(path):
             if in_flight or t - last <= IDLE_S:
                 live[sent[-1]["replica"]] += 1
         counts = [live[r] for r in replicas]
-        out.append((s, t, turns[0]["replica"], replicas, counts))
+        out.append((s, t, turns[0]["replica"], replicas, counts, open_hedges(sessions, s, t)))
     return out
+
+
+def open_hedges(sessions, s, t):
+    """Turns of other sessions sent before t with more than one attempt, whose session
+    sent no later turn before t; None when the CSV has no attempts column."""
+    found = []
+    for other, theirs in sessions.items():
+        sent = [x for x in theirs if float(x["issued_s"]) < t]
+        if other == s or not sent:
+            continue
+        if "attempts" not in sent[-1]:
+            return None
+        if int(sent[-1]["attempts"]) > 1:
+            found.append(f"session {other} turn {sent[-1]['turn']} on {sent[-1]['replica']} ({sent[-1]['attempts']} attempts)")
+    return found
 
 
 def main(paths):
     for path in paths:
         placed = placements(path)
-        over = [(s, t, to, reps, counts) for s, t, to, reps, counts in placed if counts[reps.index(to)] > min(counts)]
+        over = [p for p in placed if p[4][p[3].index(p[2])] > min(p[4])]
         print(f"{path}: {len(over)} of {len(placed)} new sessions sent to a replica with more live sessions than the least")
-        for s, t, to, reps, counts in over:
+        for s, t, to, reps, counts, hedges in over:
             held = " ".join(f"{r}:{c}" for r, c in zip(reps, counts))
             print(f"  session {s} at {t:.1f} s to {to}; live sessions {held}")
+            if hedges is not None:
+                print(f"    hedged or retried turns open then: {'; '.join(hedges) if hedges else 'none'}")
 
 
 if __name__ == "__main__":

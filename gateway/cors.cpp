@@ -33,7 +33,7 @@ void Cors::add(http::Router& router, http::Verb method, const std::string& path,
     const std::string allowed = allow_origin(header(*ex, boost::beast::http::field::origin));
     if (!allowed.empty()) {
       ex->add_header("Access-Control-Allow-Origin", allowed);
-      ex->add_header("Access-Control-Expose-Headers", "Retry-After, x-switchyard-replica");
+      ex->add_header("Access-Control-Expose-Headers", "Retry-After, x-switchyard-replica, x-switchyard-attempts");
     }
     ex->add_header("Vary", "Origin");
     handler(std::move(ex));

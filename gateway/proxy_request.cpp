@@ -158,7 +158,7 @@ void ProxyRequest::handle_event(const AttemptPtr& a, const http::SseEvent& e) {
     InternalFinish f;
     if (parse_internal_finish(e.data, f)) return attempt_failed(a, ApiError::internal("the worker's finish event was malformed"));
     tell_core([u = f.usage](GatewayCore& core) { core.count_usage(u); });
-    if (!first_token_) client_.add_header("x-switchyard-replica", a->info.id);
+    if (!first_token_) name_replica(a);
     client_.finish(f.finish_reason, f.text, f.usage);
     end(true, false, &f.usage);
   } else if (e.type == "error") {  // the worker aborted (shutdown) or failed: try elsewhere
@@ -227,14 +227,19 @@ void ProxyRequest::on_first_token(const AttemptPtr& a, double at) {
     if (unreachable) tell_core([i = other->replica](GatewayCore& core) { core.fleet().attempt_failed(i); });
   }
   if (a->hedge) tell_core([](GatewayCore& core) { core.hedge_won(); });
+  name_replica(a);
+}
+
+void ProxyRequest::name_replica(const AttemptPtr& a) {
   client_.add_header("x-switchyard-replica", a->info.id);
+  client_.add_header("x-switchyard-attempts", std::to_string(attempts_));
 }
 
 void ProxyRequest::on_done(const AttemptPtr& a, const std::string& what) {
   if (!live(a)) return;
   if (a->status >= 400 && a->status < 500 && !client_.begun()) {
     // The worker refused the request itself: pass its answer on (another would too).
-    client_.add_header("x-switchyard-replica", a->info.id);
+    name_replica(a);
     client_.respond_json(a->status, a->error_body);
     return end(false, false);
   }

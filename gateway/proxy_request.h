@@ -109,6 +109,9 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   void handle_event(const AttemptPtr& a, const http::SseEvent& e);
   void on_tokens(const AttemptPtr& a, const InternalTokens& t);
   void on_first_token(const AttemptPtr& a, double now);
+  // The response's headers naming who answered: x-switchyard-replica (a's replica) and
+  // x-switchyard-attempts (the attempts started so far, hedges and retries included).
+  void name_replica(const AttemptPtr& a);
   bool live(const AttemptPtr& a) const;
   // Closes attempt a, cancels its call and gives its slot back with `use` (its
   // first_token filled in here); returns the slot instead when `keep_slot`.

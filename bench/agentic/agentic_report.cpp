@@ -358,12 +358,13 @@ std::string agentic_turns_csv(const AgenticRun& run) {
   auto at = [&](Clock::time_point t) { return std::chrono::duration<double>(t - run.start).count(); };
   std::ostringstream o;
   o << std::fixed << std::setprecision(3)
-    << "session,agent_type,turn,replica,ok,issued_s,first_token_s,done_s,prompt_tokens,cached_tokens,completion_tokens\n";
+    << "session,agent_type,turn,replica,ok,issued_s,first_token_s,done_s,prompt_tokens,cached_tokens,completion_tokens,attempts\n";
   for (const TurnResult& t : run.turns) {
     const RequestRecord& r = t.record;
     o << t.session << ',' << t.agent_type << ',' << t.turn << ',' << r.replica << ',' << (r.ok() ? 1 : 0) << ','
       << at(r.issued) << ',' << (r.arrivals.empty() ? -1.0 : at(r.arrivals.front().at)) << ',' << at(r.done) << ','
-      << r.prompt_tokens << ',' << r.cached_tokens << ',' << r.completion_tokens << '\n';
+      << r.prompt_tokens << ',' << r.cached_tokens << ',' << r.completion_tokens << ',' << r.attempts
+      << '\n';
   }
   return o.str();
 }

@@ -6,6 +6,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/version.hpp>
+#include <charconv>
 #include <stdexcept>
 
 namespace sy::bench {
@@ -146,6 +147,8 @@ void StreamingRequest::on_read_header(beast::error_code ec, std::size_t) {
   const auto& head = parser_->get();
   record_.http_status = static_cast<int>(head.result_int());
   record_.replica = std::string(head["x-switchyard-replica"]);
+  const std::string_view attempts = head["x-switchyard-attempts"];
+  std::from_chars(attempts.data(), attempts.data() + attempts.size(), record_.attempts);  // stays 0 if absent
   const bool event_stream = head[bhttp::field::content_type].starts_with("text/event-stream");
   streaming_ = record_.http_status == 200 && event_stream;
   if (record_.http_status == 200 && !event_stream)

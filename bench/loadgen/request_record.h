@@ -53,6 +53,7 @@ struct RequestRecord {
 
   int http_status = 0;
   std::string replica;  // the gateway's x-switchyard-replica header: who served it ("" if none)
+  int attempts = 0;     // the gateway's x-switchyard-attempts header (hedges, retries); 0 if none
   bool reused_connection = false;
   ErrorKind error = ErrorKind::kNone;
   std::string error_message;

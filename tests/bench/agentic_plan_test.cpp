@@ -127,6 +127,7 @@ TEST(AgenticReport, ParsersAndArithmetic) {
     t.turn = turn;
     RequestRecord& r = t.record;
     r.replica = turn == 2 ? "r1" : "r0";  // the third turn moved
+    r.attempts = turn == 2 ? 2 : 1;  // and was hedged
     r.max_tokens = r.completion_tokens = 3;
     r.prompt_tokens = 100;
     r.cached_tokens = turn == 1 ? 80 : 0;
@@ -196,10 +197,11 @@ TEST(AgenticReport, ParsersAndArithmetic) {
   // failed one on no replica and without a first token.
   const std::string csv = agentic_turns_csv(run);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "session,agent_type,turn,replica,ok,issued_s,first_token_s,done_s,prompt_tokens,cached_tokens,completion_tokens");
-  EXPECT_NE(csv.find("\n0,0,0,r0,1,0.000,0.100,0.120,100,0,3\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\n0,0,2,r1,1,2.000,2.400,2.420,100,0,3\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\n0,0,3,,0,0.000,-1.000,0.000,-1,-1,-1\n"), std::string::npos) << csv;
+            "session,agent_type,turn,replica,ok,issued_s,first_token_s,done_s,prompt_tokens,cached_tokens,completion_tokens,"
+            "attempts");
+  EXPECT_NE(csv.find("\n0,0,0,r0,1,0.000,0.100,0.120,100,0,3,1\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n0,0,2,r1,1,2.000,2.400,2.420,100,0,3,2\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n0,0,3,,0,0.000,-1.000,0.000,-1,-1,-1,0\n"), std::string::npos) << csv;
 }
 
 

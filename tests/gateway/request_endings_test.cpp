@@ -25,6 +25,7 @@ TEST(RequestEndings, Success) {
   EXPECT_TRUE(r.client->finished);
   EXPECT_EQ(r.client->answers, 1);
   EXPECT_EQ(r.client->ids, (std::vector<int32_t>{7, 8}));
+  EXPECT_EQ(r.client->header("x-switchyard-attempts"), "1");
   EXPECT_EQ(h.core->counters().completed, 1);
   h.expect_all_released();
 }
@@ -91,6 +92,8 @@ TEST(RequestEndings, WorkerResetBeforeTheFirstByte) {
   EXPECT_TRUE(r.client->finished);
   EXPECT_EQ(r.client->answers, 1);
   EXPECT_EQ(h.core->counters().retries, 1);
+  EXPECT_EQ(r.client->header("x-switchyard-replica"), h.core->fleet().info(Harness::replica_of(*h.calls[1], h)).id);
+  EXPECT_EQ(r.client->header("x-switchyard-attempts"), "2") << "the retry before the first byte counts";
   EXPECT_TRUE(h.core->fleet().ejected(Harness::replica_of(*h.calls[0], h)));
   h.expect_all_released();
 }
@@ -173,6 +176,7 @@ TEST(RequestEndings, HedgeRace) {
     h.settle();
     EXPECT_TRUE(loser.cancelled) << "the loser is cancelled on its worker";
     EXPECT_EQ(r.client->header("x-switchyard-replica"), h.core->fleet().info(Harness::replica_of(winner, h)).id);
+    EXPECT_EQ(r.client->header("x-switchyard-attempts"), "2") << "the hedge counts, whoever won";
     winner.finish();
     h.settle();
     EXPECT_TRUE(r.client->finished);

@@ -189,6 +189,7 @@ YAML
     --max-context "$MAX_CONTEXT" --session-rate "$RATE" --duration "$DURATION" --max-run-s "$MAX_RUN_S" \
     --json-out "$OUT/agentic-$name.json" --turns-out "$OUT/agentic-$name.turns.csv" | tee "$OUT/agentic-$name.txt"
   echo "$name: rc ${PIPESTATUS[0]}, $((SECONDS - t0)) s with startup"
+  grep -h "KV host tier" "$log"  # each worker's tier: pinned in how long, or served without
   [ -f "$OUT/agentic-$name.json" ] && [ "$KEEP" != "$OUT" ] && cp "$OUT/agentic-$name.json" "$KEEP/"
   kill "$gw_pid"; wait "$gw_pid" 2> /dev/null; gw_pid=
 }

@@ -34,6 +34,10 @@ TEST(CudaKvHostTier, ATierPinnedInTheBackgroundIsTakenBetweenSteps) {
   testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cuda", bo);
   bo.tp = 2;  // two ranks on one GPU, their tiers taken at one step
   testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cuda:0,0", bo);
+  bo.tp = 1;  // two context-parallel ranks sharing one tier, pinned once for both
+  bo.pcp = 2;
+  testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cuda:0,0", bo);
+  testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cuda:0,0", bo);
 }
 
 TEST(CudaKvHostTier, EachTensorParallelRankCopiesItsShard) {

@@ -18,7 +18,9 @@ TEST(KvHostTier, AnEvictedPrefixComesBackFromHostMemory) {
 
 // Allocated in the background (as `serve` does): not in use until the engine's first
 // step after it is ready, then the same as one allocated at once.
-// A tensor-parallel group takes its ranks' tiers at one step, once all are allocated.
+// A group takes its ranks' tiers at one step, once all are allocated: each tensor-parallel
+// rank's own, the context-parallel ranks' shared one (one allocation for the pcp ranks of
+// a tensor-parallel index).
 TEST(KvHostTier, ATierAllocatedInTheBackgroundIsTakenBetweenSteps) {
   BackendOptions bo;
   bo.kv_host_in_background = true;
@@ -26,6 +28,13 @@ TEST(KvHostTier, ATierAllocatedInTheBackgroundIsTakenBetweenSteps) {
   testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cpu", bo);
   bo.tp = 2;
   testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cpu", bo);
+  bo.pcp = 2;
+  for (const int32_t tp : {1, 2}) {
+    SCOPED_TRACE("tp " + std::to_string(tp) + " × pcp 2");
+    bo.tp = tp;
+    testing::expect_host_tier_serves_the_evicted_prefix(kModel, "cpu", bo);
+    testing::expect_host_tier_under_pressure_keeps_tokens(kModel, "cpu", bo);
+  }
 }
 
 TEST(KvHostTier, EachTensorParallelRankCopiesItsShard) {

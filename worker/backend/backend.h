@@ -96,10 +96,10 @@ struct BackendOptions {
   // context-parallel ranks of one tensor-parallel index share one tier of pcp × this
   // (a block's home rank copies it; cuda: not yet run on a GPU).
   size_t kv_host_memory_bytes = 0;
-  // Allocate the host tier on a thread of its own (each rank its own, pcp = 1); the
-  // backend starts without it and Backend::take_host_tier() hands it over once allocated
-  // (worker/backend/background_host_tier.h). Context-parallel ranks' shared tiers are
-  // allocated at once.
+  // Allocate the host tier on a thread of its own (each tensor-parallel rank its own, a
+  // context-parallel group one per tensor-parallel index); the backend starts without
+  // it and Backend::take_host_tier() hands it over once allocated
+  // (worker/backend/background_host_tier.h). Without this the constructor waits for it.
   bool kv_host_in_background = false;
   // cuda: with num_kv_blocks 0 and this > 0, the KV cache takes this fraction of the
   // device memory still free after weights and buffers, instead of kv_memory_bytes.

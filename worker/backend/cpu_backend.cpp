@@ -265,9 +265,8 @@ CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const 
 
 int32_t CpuBackend::take_host_tier() { return background_host_.take(host_kv_, num_host_blocks_); }
 
-void CpuBackend::share_host_tier(std::shared_ptr<char[]> slots, int32_t count) {
-  host_kv_ = std::move(slots);
-  num_host_blocks_ = count;
+void CpuBackend::share_host_tier(std::shared_future<std::shared_ptr<char[]>> allocation, int32_t count) {
+  background_host_.start(count, std::move(allocation));
 }
 
 KvBlockLayout CpuBackend::kv_layout() const {

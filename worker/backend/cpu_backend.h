@@ -60,10 +60,11 @@ class CpuBackend : public Backend {
   bool host_tier_allocated() const override { return background_host_.ready(); }
   void wait_host_tier() const override { background_host_.wait(); }
   // The host tier of a context-parallel rank (create_cpu_group): `count` slots of
-  // host_slot_bytes() at `slots`, shared by the ranks of its tensor-parallel index, since
-  // a block saved by its home rank may come back into a block another rank is home to.
+  // host_slot_bytes() from `allocation`, shared by the ranks of its tensor-parallel index,
+  // since a block saved by its home rank may come back into a block another rank is home
+  // to; taken by take_host_tier() once allocated.
   size_t host_slot_bytes() const { return kv_layout().slot_bytes(); }
-  void share_host_tier(std::shared_ptr<char[]> slots, int32_t count);
+  void share_host_tier(std::shared_future<std::shared_ptr<char[]>> allocation, int32_t count);
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
   // Where a step's time goes (worker/backend/step_profile.h): each decoder op's wall time
   // summed over the layers, then the LM head, medians over `repeats` runs of `plan`

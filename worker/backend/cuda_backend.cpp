@@ -256,13 +256,14 @@ size_t CudaBackend::host_slot_bytes() const {
   return static_cast<size_t>(config_.n_layers) * block_size_ * local_.kv_dim() * 2 * sizeof(__nv_bfloat16);
 }
 
-void CudaBackend::share_host_tier(std::shared_ptr<char> slots, int32_t count) {
-  host_pool_ = std::move(slots);
-  num_host_blocks_ = count;
+void CudaBackend::share_host_tier(std::shared_future<std::shared_ptr<char>> allocation, int32_t count) {
+  background_host_.start(count, std::move(allocation));
 }
 
-std::shared_ptr<char> allocate_pinned_host_tier(size_t bytes) {
+std::shared_ptr<char> allocate_pinned_host_tier(int device, size_t bytes) {
   const auto start = std::chrono::steady_clock::now();
+  if (const cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
+    throw std::runtime_error(std::string("selecting the device for the KV host tier: ") + cudaGetErrorString(e));
   // Relaxed for this call: a capture in global mode on another thread (a library's)
   // cannot fail it; the step's own graphs are captured thread-local.
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
@@ -288,9 +289,7 @@ void CudaBackend::allocate_host_tier(size_t bytes, size_t per_block, bool in_bac
   // Allocated on a thread of its own, on this rank's device (not the default device's
   // context); in the background the backend starts without it.
   background_host_.start(blocks, [device = device_, bytes = static_cast<size_t>(blocks) * per_block] {
-    if (const cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
-      throw std::runtime_error(std::string("selecting the device for the KV host tier: ") + cudaGetErrorString(e));
-    return allocate_pinned_host_tier(bytes);
+    return allocate_pinned_host_tier(device, bytes);
   });
   if (!in_background) {
     background_host_.wait();

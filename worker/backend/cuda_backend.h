@@ -73,11 +73,13 @@ class CudaBackend : public Backend {
   bool host_tier_allocated() const override { return background_host_.ready(); }
   void wait_host_tier() const override { background_host_.wait(); }
   // The host tier of a context-parallel rank (create_cuda_group): `count` slots of
-  // host_slot_bytes() of mapped pinned memory (portable: every device reads it), shared
-  // by the ranks of its tensor-parallel index, since a block saved by its home rank may
-  // come back into a block another rank is home to.
+  // host_slot_bytes() of mapped pinned memory (portable: every device reads it) from
+  // `allocation`, shared by the ranks of its tensor-parallel index, since a block saved by
+  // its home rank may come back into a block another rank is home to; taken by
+  // take_host_tier() once allocated.
   size_t host_slot_bytes() const;
-  void share_host_tier(std::shared_ptr<char> slots, int32_t count);
+  void share_host_tier(std::shared_future<std::shared_ptr<char>> allocation, int32_t count);
+  int device() const { return device_; }
   void forward(const BatchPlan& plan, std::vector<float>& logits) override;
   bool samples_on_device() const override { return true; }
   void forward_sample(const BatchPlan& plan, std::span<const RowSampling> rows,
@@ -215,7 +217,8 @@ std::unique_ptr<Backend> create_cuda_group(const ModelSource& src, const ModelCo
 
 // `bytes` of KV host tier: pinned host memory, mapped (the copy kernel reads and writes it
 // over the bus) and portable (every device's, whichever thread or rank allocated it), freed
-// with the last owner. Logs how long it took; throws std::runtime_error.
-std::shared_ptr<char> allocate_pinned_host_tier(size_t bytes);
+// with the last owner; allocated in `device`'s context, which the calling thread (one of
+// its own) is set to. Logs how long it took; throws std::runtime_error.
+std::shared_ptr<char> allocate_pinned_host_tier(int device, size_t bytes);
 
 }  // namespace sy

@@ -139,7 +139,8 @@ std::unique_ptr<Backend> create_cpu_group(const ModelSource& src, const ModelCon
       ranks.push_back(std::move(rank));
     }
   if (pcp > 1 && options.kv_host_memory_bytes > 0)
-    share_host_tiers(cpu, tp, pcp, options.kv_host_memory_bytes, [](size_t bytes) { return std::shared_ptr<char[]>(new char[bytes]); });
+    share_host_tiers(cpu, tp, pcp, options.kv_host_memory_bytes, options.kv_host_in_background,
+                     [](const CpuBackend&, size_t bytes) { return std::shared_ptr<char[]>(new char[bytes]); });
   parallel::CommunicatorGroup all;
   for (auto* groups : {&tp_comms, &cp_comms})
     for (auto& g : *groups)

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -37,8 +38,9 @@ class GroupBackend : public Backend {
   int32_t block_size() const override { return ranks_[0]->block_size(); }
   int32_t num_kv_blocks() const override { return num_kv_blocks_; }
   int32_t num_host_kv_blocks() const override { return num_host_kv_blocks_; }
-  // Tensor-parallel ranks' tiers allocated in the background: taken all at one step, once
-  // every rank's is allocated (the smallest rank's slots, as at construction).
+  // Ranks' tiers allocated in the background (each tensor-parallel rank its own, the
+  // context-parallel ranks of one tensor-parallel index one shared): taken all at one
+  // step, once every rank's is allocated (the smallest rank's slots, as at construction).
   int32_t take_host_tier() override;
   bool host_tier_allocated() const override;
   void wait_host_tier() const override;
@@ -80,16 +82,25 @@ std::unique_ptr<Backend> create_cpu_group(const ModelSource& src, const ModelCon
 // The KV host tier of a context-parallel group (BackendOptions::kv_host_memory_bytes per
 // rank): one per tensor-parallel index holding its pcp ranks' budgets, since a block's
 // home rank saves it and another rank may load it back. `ranks`: rank (p, t) at
-// p × tp + t, each with host_slot_bytes() and share_host_tier(pool, count);
-// `allocate(bytes)` gives a pool. Throws std::invalid_argument when no block fits.
+// p × tp + t, each with host_slot_bytes() and share_host_tier(allocation, count);
+// `allocate(rank (0, t), bytes)` gives a pool, called on a thread of its own (as a single
+// rank's tier is, BackgroundHostTier). `in_background`: the group takes the tiers between
+// steps once allocated (GroupBackend::take_host_tier); else each rank has taken its own
+// when this returns. Throws std::invalid_argument when no block fits.
 template <typename Rank, typename Allocate>
-void share_host_tiers(const std::vector<Rank*>& ranks, int tp, int pcp, size_t budget, Allocate allocate) {
+void share_host_tiers(const std::vector<Rank*>& ranks, int tp, int pcp, size_t budget, bool in_background, Allocate allocate) {
   for (int t = 0; t < tp; ++t) {
-    const size_t slot = ranks[static_cast<size_t>(t)]->host_slot_bytes();
+    Rank* first = ranks[static_cast<size_t>(t)];
+    const size_t slot = first->host_slot_bytes();
     const size_t count = std::min<size_t>(budget / slot * static_cast<size_t>(pcp), INT32_MAX);
     if (count == 0) throw std::invalid_argument("the KV host memory budget holds no block");
-    auto pool = allocate(count * slot);
-    for (int p = 0; p < pcp; ++p) ranks[static_cast<size_t>(p * tp + t)]->share_host_tier(pool, static_cast<int32_t>(count));
+    auto allocation = std::async(std::launch::async, [first, allocate, bytes = count * slot] { return allocate(*first, bytes); }).share();
+    for (int p = 0; p < pcp; ++p) ranks[static_cast<size_t>(p * tp + t)]->share_host_tier(allocation, static_cast<int32_t>(count));
+  }
+  if (in_background) return;
+  for (Rank* r : ranks) {
+    r->wait_host_tier();
+    r->take_host_tier();
   }
 }
 

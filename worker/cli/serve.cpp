@@ -67,7 +67,7 @@ int run_serve(const std::vector<std::string>& argv) {
     if (!(gb >= 0) || gb > 1e6) throw cli::UsageError("--kv-host-gb must be 0 or more");
     if (gb > 0 && a.has("no-prefix-caching")) throw cli::UsageError("--kv-host-gb keeps prefix blocks: not with --no-prefix-caching");
     bo.kv_host_memory_bytes = static_cast<size_t>(gb * double(1 << 30));
-    bo.kv_host_in_background = true;  // ready without waiting for it (context-parallel ranks' at once)
+    bo.kv_host_in_background = true;  // ready without waiting for it
   }
   const std::string& model_path = f.model;
 

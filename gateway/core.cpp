@@ -27,7 +27,15 @@ GatewayCore::GatewayCore(boost::asio::any_io_executor core, const FleetConfig& c
     : core_(core),
       clock_(std::move(clock)),
       random_(std::move(random)),
-      router_(policy::make_router(config.routing.policy, {.load_bound = config.routing.load_bound, .session_rebalance = config.routing.session_rebalance, .session_cost_tolerance = config.routing.session_cost_tolerance, .recompute_weight = config.routing.recompute_weight, .session_load_activity = config.routing.session_load == "activity", .lost_context_by_kv = config.routing.lost_context == "kv", .new_session_by_kv = config.routing.new_session == "kv"}, *random_)),
+      router_(policy::make_router(config.routing.policy,
+                                  {.load_bound = config.routing.load_bound,
+                                   .session_rebalance = config.routing.session_rebalance,
+                                   .session_cost_tolerance = config.routing.session_cost_tolerance,
+                                   .recompute_weight = config.routing.recompute_weight,
+                                   .session_load_activity = config.routing.session_load == "activity",
+                                   .lost_context_by_kv = config.routing.lost_context == "kv",
+                                   .new_session_by_kv = config.routing.new_session == "kv"},
+                                  *random_)),
       queue_(
           [&] {
             policy::AdmissionQueueOptions o;

@@ -66,6 +66,7 @@ TEST_F(Resilience, SilentReplicaIsHedged) {
   start(2);
   const auto s = status();
   stop(s["replicas"][0]["pid"].get<pid_t>());
+  int hedged = 0;  // answered by a second attempt, as the response says
   for (int i = 0; i < 6; ++i) {
     const nlohmann::json body = request_body(100 + i, i % 2 == 1, 12);
     const auto t0 = std::chrono::steady_clock::now();
@@ -75,8 +76,11 @@ TEST_F(Resilience, SilentReplicaIsHedged) {
     EXPECT_TRUE(got.done && !got.error);
     EXPECT_EQ(got.replica, s["replicas"][1]["id"].get<std::string>());
     EXPECT_LT(took, 1.4) << "request " << i << " waited for the first-token timeout instead of a hedge";
+    EXPECT_TRUE(got.attempts == "1" || got.attempts == "2") << got.attempts;
+    hedged += got.attempts == "2";
   }
   EXPECT_GE(counter("hedges_won"), 1);
+  EXPECT_EQ(hedged, counter("hedges_won"));
   // The hedged texts equal the ones the healthy replica gives undisturbed.
   for (pid_t p : stopped_) ::kill(p, SIGCONT);
   stopped_.clear();

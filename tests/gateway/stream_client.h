@@ -52,12 +52,14 @@ struct Streamed {
   bool timed_out = false;
   double seconds = 0;
   std::string replica;  // x-switchyard-replica
+  std::string attempts;  // x-switchyard-attempts
 };
 
 inline Streamed parse_stream(const HttpResult& r) {
   Streamed s;
   s.status = r.status;
   s.replica = r.header("x-switchyard-replica");
+  s.attempts = r.header("x-switchyard-attempts");
   size_t pos = 0;
   while (pos < r.body.size()) {
     size_t end = r.body.find('\n', pos);

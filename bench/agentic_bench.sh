@@ -12,7 +12,8 @@
 #     MODE=sim BUILD=build SEED=4 POLICIES=prefix bash bench/agentic_bench.sh
 #
 # Env: POLICIES (prefix approximate least_loaded round_robin session_affinity), REPLICAS
-# (4), DEVICE (GPU id the replicas share, 0), KV_GB (KV cache per replica, 14),
+# (4), DEVICE (GPU id the replicas share, 0), DEVICES (unset; GPU ids, one per replica, e.g.
+# "0 1 2 3": each replica on its own GPU, reports named POLICY-gpusN), KV_GB (KV cache per replica, 14),
 # MAX_SEQS (16), SEED (1), RATE (new sessions/s, 0.2), DURATION (s of arrivals, 60),
 # MAX_RUN_S (no turn starts later, 120; the run is killed 60 s after), AGENT_TYPES (4), SYSTEM_TOKENS (3000),
 # TASK_TOKENS (200), TOOL_TOKENS (500,4000), REPLY_TOKENS (32,128), TURNS (5,30),
@@ -110,14 +111,20 @@ elif [ "$MODE" != cpu ]; then
     "$BUILD"/bin/switchyard-worker make-model --arch llama --preset llama3-8b --tokenizer-from /tmp/llama3-tiny-bf16.gguf \
       --out "$MODEL" > /dev/null || exit 1
   fi
-  devices="[$(for _ in $(seq "$REPLICAS"); do printf '"%s", ' "$DEVICE"; done | sed 's/, $//')]"
+  if [ -n "${DEVICES:-}" ]; then  # a GPU per replica
+    set -- $DEVICES
+    [ $# = "$REPLICAS" ] || { echo "DEVICES names $# GPUs for $REPLICAS replicas" >&2; exit 2; }
+    devices="[$(printf '"%s", ' "$@" | sed 's/, $//')]" gputag=-gpus$#
+  else
+    devices="[$(for _ in $(seq "$REPLICAS"); do printf '"%s", ' "$DEVICE"; done | sed 's/, $//')]"
+  fi
   kv="kv_memory_gb: $KV_GB"; extra="numerics: fast"
 fi
 bin=$(cd "$BUILD" && pwd)/bin
 worker=$bin/switchyard-worker
 [ "$MODE" = sim ] && worker=$bin/switchyard-simworker
 PORT=${PORT:-18410}
-tag=${simtag:-}
+tag=${simtag:-}${gputag:-}
 rebalance=
 [ "${REBALANCE:-}" = 1 ] && rebalance=", session_rebalance: true" tag=-rebalance
 [ -n "${COST_TOL:-}" ] && rebalance="$rebalance, session_cost_tolerance: $COST_TOL" tag=$tag-tol$COST_TOL

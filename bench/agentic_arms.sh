@@ -10,6 +10,8 @@
 # (reports, per-turn CSVs, gateway logs with the workers' output, configs) is packed into
 # $OUT/agentic-arms-seedSEED.tar.gz, and each arm's text report is also copied to $OUT,
 # so that a machine that returns few files returns all of it.
+# Then it lists, per arm, the new sessions placed on a replica holding more live sessions
+# than the least loaded (bench/session_placement.py).
 set -u
 cd "$(dirname "$0")/.."
 [ -n "${ARMS:-}" ] || { echo "ARMS is empty: policy[:VAR=VAL,...] ..." >&2; exit 2; }
@@ -25,6 +27,10 @@ for arm in $ARMS; do
     OUT=$WORK POLICIES=$policy bash bench/agentic_bench.sh
   ) 2>&1 | grep -v '^plot:'
   cp "$WORK"/agentic-*.txt "$OUT"/ 2> /dev/null
+done
+# Where new sessions went against the live sessions per replica (bench/session_placement.py).
+for csv in "$WORK"/agentic-*.turns.csv; do
+  [ -f "$csv" ] && python3 bench/session_placement.py "$csv" | sed "s|$WORK/||"
 done
 tar -czf "$OUT/agentic-arms-seed$SEED.tar.gz" -C "$WORK" --exclude agentic-build.log . &&
   echo "packed: $OUT/agentic-arms-seed$SEED.tar.gz"

@@ -9,7 +9,9 @@ differs from the client's by the clocks' few milliseconds, and did by hedges, ba
 With the CSV's `attempts` column (the gateway's x-switchyard-attempts), each listed
 placement also names the hedged or retried turns (attempts > 1) sent before it whose
 session had sent no later turn yet: what a router that re-homed sessions on hedges
-would have counted wrong.
+would have counted wrong. Then it lists the sessions whose turns ran on more than one
+replica, each with its turns' replicas in order (`3:0111`: session 3's first turn on r0,
+the next three on r1).
 
     python3 bench/session_placement.py RUN.turns.csv ...
 """
@@ -60,6 +62,20 @@ def open_hedges(sessions, s, t):
     return found
 
 
+def moved_sessions(path):
+    """Sessions whose turns ran on more than one replica: (session, replicas in turn order)."""
+    sessions = defaultdict(list)
+    for r in csv.DictReader(open(path)):
+        sessions[int(r["session"])].append(r)
+    out = []
+    for s, turns in sorted(sessions.items()):
+        turns.sort(key=lambda r: int(r["turn"]))
+        replicas = [r["replica"] for r in turns]
+        if len({x for x in replicas if x}) > 1:
+            out.append((s, "".join(x[1:] if x.startswith("r") else "-" for x in replicas)))
+    return out
+
+
 def main(paths):
     for path in paths:
         placed = placements(path)
@@ -70,6 +86,8 @@ def main(paths):
             print(f"  session {s} at {t:.1f} s to {to}; live sessions {held}")
             if hedges is not None:
                 print(f"    hedged or retried turns open then: {'; '.join(hedges) if hedges else 'none'}")
+        moved = moved_sessions(path)
+        print(f"  sessions that changed replica: {len(moved)}" + "".join(f" {s}:{r}" for s, r in moved))
 
 
 if __name__ == "__main__":

@@ -412,6 +412,8 @@ TEST(GatewayLimits, CorsIsOffUnlessConfigured) {
   const HttpResult get = http_request(gw.port(), "GET", "/v1/models", {}, origin);
   EXPECT_EQ(get.status, 200);
   EXPECT_EQ(get.header("access-control-allow-origin"), "https://app.example");
+  // A browser may read who answered a response.
+  EXPECT_EQ(get.header("access-control-expose-headers"), "Retry-After, x-switchyard-replica, x-switchyard-attempts");
   // Another origin gets no grant.
   const HttpResult other = http_request(gw.port(), "OPTIONS", "/v1/completions", {}, "Origin: https://evil.example\r\nAccess-Control-Request-Method: POST\r\n");
   EXPECT_EQ(other.status, 403);

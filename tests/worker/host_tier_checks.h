@@ -23,9 +23,13 @@ struct HostTierRun {
 };
 
 // With bo.kv_host_in_background: waits until the backend's tier is allocated and checks
-// that it is not in use before the engine's first step takes it.
+// that it is not in use before the engine's first step takes it. Without: it is in use
+// when create_backend returns.
 inline void expect_host_tier_waiting(Backend& backend, const BackendOptions& bo) {
-  if (!bo.kv_host_in_background) return;
+  if (!bo.kv_host_in_background) {
+    EXPECT_GT(backend.num_host_kv_blocks(), 0) << "a host tier wanted at once not in use when the backend was made";
+    return;
+  }
   backend.wait_host_tier();
   EXPECT_EQ(backend.num_host_kv_blocks(), 0) << "a background host tier in use before the engine took it";
 }

@@ -89,8 +89,10 @@ void copy_kv_blocks_of_rank(const KvBlockLayout& l, std::span<const KvCopy> copi
   copy_kv_blocks(l, {loads, own.end()}, cache, host);
 }
 
-std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSource& src,
-                                        const ModelConfig& config, const BackendOptions& options) {
+namespace {
+
+std::unique_ptr<Backend> create_device_backend(const std::string& name, const ModelSource& src,
+                                               const ModelConfig& config, const BackendOptions& options) {
   if (options.tp < 1 || options.tp > 64) throw std::invalid_argument("tp must be in 1..64");
   if (options.pcp < 1 || options.pcp > 64) throw std::invalid_argument("pcp must be in 1..64");
   if (name != "cpu" && options.cpu_kv_f16)
@@ -109,6 +111,20 @@ std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSour
         "': this build has no CUDA support (configure with SWITCHYARD_CUDA=ON)");
   throw std::runtime_error("unknown backend '" + name + "' (built: cpu)");
 #endif
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> create_backend(const std::string& name, const ModelSource& src,
+                                        const ModelConfig& config, const BackendOptions& options) {
+  auto backend = create_device_backend(name, src, config, options);
+  // Every backend allocates its host tier on a thread of its own; wanted at once, it is
+  // waited for and taken here (an allocation's error thrown).
+  if (options.kv_host_memory_bytes > 0 && !options.kv_host_in_background) {
+    backend->wait_host_tier();
+    backend->take_host_tier();
+  }
+  return backend;
 }
 
 }  // namespace sy

@@ -99,7 +99,7 @@ struct BackendOptions {
   // Allocate the host tier on a thread of its own (each tensor-parallel rank its own, a
   // context-parallel group one per tensor-parallel index); the backend starts without
   // it and Backend::take_host_tier() hands it over once allocated
-  // (worker/backend/background_host_tier.h). Without this the constructor waits for it.
+  // (worker/backend/background_host_tier.h). Without this create_backend waits for it.
   bool kv_host_in_background = false;
   // cuda: with num_kv_blocks 0 and this > 0, the KV cache takes this fraction of the
   // device memory still free after weights and buffers, instead of kv_memory_bytes.
@@ -138,8 +138,8 @@ class Backend {
   virtual int32_t take_host_tier() { return 0; }
   // True once a background host tier is allocated (or failed) and not yet taken.
   virtual bool host_tier_allocated() const { return false; }
-  // Blocks until a background host tier's allocation has ended (tests, to take it at a
-  // known step).
+  // Blocks until a background host tier's allocation has ended (create_backend, for a
+  // tier wanted at once; tests, to take it at a known step).
   virtual void wait_host_tier() const {}
 
   // Runs one step: runs plan.kv_copies, writes this step's keys and values into the

@@ -2,8 +2,8 @@
 // so that the backend, and the worker with it, is ready without waiting for it: a tier of
 // 16 GiB of pinned memory per replica went with start-ups of 38-49 s for four replicas
 // on one H200 against 12-14 s without (docs/PERFORMANCE.md). The engine takes it into use
-// between steps once allocated (Backend::take_host_tier). A tier allocated at once runs
-// the same way, taken before the backend's constructor returns. The ranks of a
+// between steps once allocated (Backend::take_host_tier). A tier wanted at once runs the
+// same way, waited for and taken by create_backend before it returns. The ranks of a
 // context-parallel group share one tier per tensor-parallel index: one allocation, a
 // shared future, each rank taking it (share_host_tiers, group_backend.h).
 #pragma once

@@ -256,10 +256,6 @@ CpuBackend::CpuBackend(const ModelSource& src, const ModelConfig& config, const 
     if (blocks <= 0) throw std::invalid_argument("the KV host memory budget holds no block");
     const size_t bytes = static_cast<size_t>(blocks) * slot;
     background_host_.start(blocks, [bytes] { return std::shared_ptr<char[]>(new char[bytes]); });
-    if (!options.kv_host_in_background) {
-      background_host_.wait();
-      take_host_tier();
-    }
   }
 }
 

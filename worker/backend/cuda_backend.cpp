@@ -123,7 +123,7 @@ CudaBackend::CudaBackend(const ModelSource& src, const ModelConfig& config,
   // Zeroed once: a kernel that loads a whole tile past a sequence's end multiplies the
   // stale values by zero weights, and 0 · NaN would not be zero.
   check(cudaMemset(kv_.get(), 0, kv_.bytes()), "clearing the KV cache");
-  if (options.kv_host_memory_bytes > 0) allocate_host_tier(options.kv_host_memory_bytes, per_block, options.kv_host_in_background);
+  if (options.kv_host_memory_bytes > 0) allocate_host_tier(options.kv_host_memory_bytes, per_block);
   // Room for the block lists of a full cache, now that its size is known.
   ensure_capacity(token_capacity_, static_cast<size_t>(num_blocks_) + token_capacity_);
   // The uploads and the clear ran outside stream_, which does not wait for them.
@@ -281,20 +281,16 @@ std::shared_ptr<char> allocate_pinned_host_tier(int device, size_t bytes) {
   return std::shared_ptr<char>(slots, [](char* p) { cudaFreeHost(p); });
 }
 
-void CudaBackend::allocate_host_tier(size_t bytes, size_t per_block, bool in_background) {
+void CudaBackend::allocate_host_tier(size_t bytes, size_t per_block) {
   if (cp_size_ > 1)
     throw std::invalid_argument("a context-parallel rank's KV host tier is its group's (create_cuda_group), not its own");
   const int32_t blocks = static_cast<int32_t>(std::min<size_t>(bytes / per_block, INT32_MAX));
   if (blocks <= 0) throw std::invalid_argument("the KV host memory budget holds no block");
   // Allocated on a thread of its own, on this rank's device (not the default device's
-  // context); in the background the backend starts without it.
+  // context); the backend starts without it.
   background_host_.start(blocks, [device = device_, bytes = static_cast<size_t>(blocks) * per_block] {
     return allocate_pinned_host_tier(device, bytes);
   });
-  if (!in_background) {
-    background_host_.wait();
-    take_host_tier();
-  }
 }
 
 int32_t CudaBackend::take_host_tier() { return background_host_.take(host_pool_, num_host_blocks_); }

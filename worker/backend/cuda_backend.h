@@ -111,7 +111,7 @@ class CudaBackend : public Backend {
   // of the blocks it is home to, every save, then (when the plan also loads) waits for
   // every rank's saves at a barrier, then every load (copy_kv_blocks_of_rank's order).
   void begin_step(const BatchPlan& plan);
-  void allocate_host_tier(size_t bytes, size_t per_block, bool in_background);
+  void allocate_host_tier(size_t bytes, size_t per_block);
   PlanLayout plan_layout() const;
   void ensure_capacity(int32_t tokens, size_t indices);
   void upload_plan(const BatchPlan& plan);

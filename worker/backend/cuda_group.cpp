@@ -83,7 +83,7 @@ std::unique_ptr<Backend> create_cuda_group(const ModelSource& src, const ModelCo
   // The shared host tiers: mapped and portable, so that every rank's device reads and
   // writes its tier.
   if (pcp > 1 && options.kv_host_memory_bytes > 0)
-    share_host_tiers(cuda, tp, pcp, options.kv_host_memory_bytes, options.kv_host_in_background,
+    share_host_tiers(cuda, tp, pcp, options.kv_host_memory_bytes,
                      [](const CudaBackend& first, size_t bytes) { return allocate_pinned_host_tier(first.device(), bytes); });
   const std::string tp_kind = tp > 1 ? std::string(tp_comms[0][0]->kind()) : "none";
   const std::string cp_kind = pcp > 1 ? std::string(cp_comms[0][0]->kind()) : "none";

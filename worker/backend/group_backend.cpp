@@ -13,8 +13,6 @@ GroupBackend::GroupBackend(std::vector<std::unique_ptr<Backend>> ranks, parallel
   if (ranks_.empty()) throw std::invalid_argument("a group needs ranks");
   num_kv_blocks_ = ranks_[0]->num_kv_blocks();
   for (const auto& r : ranks_) num_kv_blocks_ = std::min(num_kv_blocks_, r->num_kv_blocks());
-  num_host_kv_blocks_ = ranks_[0]->num_host_kv_blocks();
-  for (const auto& r : ranks_) num_host_kv_blocks_ = std::min(num_host_kv_blocks_, r->num_host_kv_blocks());
   scratch_logits_.resize(ranks_.size());
   scratch_ids_.resize(ranks_.size());
   for (int r = 1; r < size(); ++r) threads_.emplace_back([this, r] { rank_loop(r); });
@@ -139,7 +137,7 @@ std::unique_ptr<Backend> create_cpu_group(const ModelSource& src, const ModelCon
       ranks.push_back(std::move(rank));
     }
   if (pcp > 1 && options.kv_host_memory_bytes > 0)
-    share_host_tiers(cpu, tp, pcp, options.kv_host_memory_bytes, options.kv_host_in_background,
+    share_host_tiers(cpu, tp, pcp, options.kv_host_memory_bytes,
                      [](const CpuBackend&, size_t bytes) { return std::shared_ptr<char[]>(new char[bytes]); });
   parallel::CommunicatorGroup all;
   for (auto* groups : {&tp_comms, &cp_comms})

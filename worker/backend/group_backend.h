@@ -38,9 +38,9 @@ class GroupBackend : public Backend {
   int32_t block_size() const override { return ranks_[0]->block_size(); }
   int32_t num_kv_blocks() const override { return num_kv_blocks_; }
   int32_t num_host_kv_blocks() const override { return num_host_kv_blocks_; }
-  // Ranks' tiers allocated in the background (each tensor-parallel rank its own, the
-  // context-parallel ranks of one tensor-parallel index one shared): taken all at one
-  // step, once every rank's is allocated (the smallest rank's slots, as at construction).
+  // The ranks' tiers (each tensor-parallel rank its own, the context-parallel ranks of
+  // one tensor-parallel index one shared): taken all at one step, once every rank's is
+  // allocated; the group has the smallest rank's slots.
   int32_t take_host_tier() override;
   bool host_tier_allocated() const override;
   void wait_host_tier() const override;
@@ -84,11 +84,10 @@ std::unique_ptr<Backend> create_cpu_group(const ModelSource& src, const ModelCon
 // home rank saves it and another rank may load it back. `ranks`: rank (p, t) at
 // p × tp + t, each with host_slot_bytes() and share_host_tier(allocation, count);
 // `allocate(rank (0, t), bytes)` gives a pool, called on a thread of its own (as a single
-// rank's tier is, BackgroundHostTier). `in_background`: the group takes the tiers between
-// steps once allocated (GroupBackend::take_host_tier); else each rank has taken its own
-// when this returns. Throws std::invalid_argument when no block fits.
+// rank's tier is, BackgroundHostTier); the group takes the tiers once allocated
+// (GroupBackend::take_host_tier). Throws std::invalid_argument when no block fits.
 template <typename Rank, typename Allocate>
-void share_host_tiers(const std::vector<Rank*>& ranks, int tp, int pcp, size_t budget, bool in_background, Allocate allocate) {
+void share_host_tiers(const std::vector<Rank*>& ranks, int tp, int pcp, size_t budget, Allocate allocate) {
   for (int t = 0; t < tp; ++t) {
     Rank* first = ranks[static_cast<size_t>(t)];
     const size_t slot = first->host_slot_bytes();
@@ -96,11 +95,6 @@ void share_host_tiers(const std::vector<Rank*>& ranks, int tp, int pcp, size_t b
     if (count == 0) throw std::invalid_argument("the KV host memory budget holds no block");
     auto allocation = std::async(std::launch::async, [first, allocate, bytes = count * slot] { return allocate(*first, bytes); }).share();
     for (int p = 0; p < pcp; ++p) ranks[static_cast<size_t>(p * tp + t)]->share_host_tier(allocation, static_cast<int32_t>(count));
-  }
-  if (in_background) return;
-  for (Rank* r : ranks) {
-    r->wait_host_tier();
-    r->take_host_tier();
   }
 }
 

@@ -40,7 +40,7 @@ const char kUsage[] =
     "             half the bytes per token, each key and value rounded once; not with --pcp)\n"
     "             [--kv-host-gb X]  (host memory per rank that keeps prefix blocks evicted from the\n"
     "             KV cache, copied back on a hit instead of recomputed; cuda: pinned;\n"
-    "             allocated in the background, in use once allocated; --pcp ranks' at once)\n";
+    "             allocated in the background, in use once allocated)\n";
 
 }  // namespace
 
